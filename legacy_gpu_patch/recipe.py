@@ -350,6 +350,12 @@ class SearchPath:
         patchset_dirs.append(builtin_patchsets_dir())
         return cls(tuple(recipe_dirs), tuple(patchset_dirs))
 
+    def for_recipe_file(self, path: Path) -> SearchPath:
+        """A recipe given by path finds the patchsets beside it first (its folder's patchsets/ or ../patchsets/)."""
+        here = path.resolve().parent
+        extra = tuple(d for d in (here / "patchsets", here.parent / "patchsets") if d not in self.patchset_dirs)
+        return SearchPath(self.recipe_dirs, extra + self.patchset_dirs)
+
     def recipe_files(self) -> list[Path]:
         seen: set[str] = set()
         files = []
@@ -428,6 +434,7 @@ def param_problem(param: Param, value: Any) -> str | None:
 
 
 def load_recipe(path: Path, search: SearchPath) -> Recipe:
+    search = search.for_recipe_file(path)
     shown = _display(path)
     raw = load_file(path, shown)
     root = Ctx(shown, "", getattr(raw, "line", 0))

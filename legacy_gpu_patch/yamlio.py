@@ -43,7 +43,8 @@ class _Loader(yaml.SafeLoader):
             try:
                 hash(key)
             except TypeError:
-                raise ConfigError(f"{self.source_name}:{key_node.start_mark.line + 1}: mapping key is not a scalar") from None
+                line = key_node.start_mark.line + 1
+                raise ConfigError(f"{self.source_name}:{line}: mapping key is not a scalar") from None
             if key in result:
                 raise ConfigError(
                     f"{self.source_name}:{key_node.start_mark.line + 1}: duplicate key {key!r} "

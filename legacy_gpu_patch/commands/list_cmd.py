@@ -1,0 +1,43 @@
+"""lgpatch list: the recipes lgpatch knows (built-in and from --recipe-path)."""
+
+from __future__ import annotations
+
+import click
+
+from legacy_gpu_patch import console
+from legacy_gpu_patch.commands._common import search_path
+from legacy_gpu_patch.recipe import all_recipes
+
+
+@click.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@click.pass_context
+def command(ctx: click.Context, as_json: bool) -> None:
+    """List the known recipes."""
+    recipes = list(all_recipes(search_path(ctx)))
+    if as_json:
+        console.emit_json([
+            {
+                "name": r.name,
+                "aliases": list(r.aliases),
+                "description": r.description,
+                "source": r.source_kind,
+                "parameters": {n: {"type": p.kind, "default": p.default} for n, p in r.params.items()},
+                "path": str(r.path),
+            }
+            for r in recipes
+        ])
+        return
+    from rich.table import Table
+
+    table = Table(box=None, show_header=True, header_style="bold")
+    for col in ("recipe", "aliases", "parameters (defaults)", "description"):
+        table.add_column(col)
+    for r in recipes:
+        table.add_row(
+            r.name,
+            ", ".join(r.aliases),
+            " ".join(f"{n}={p.default}" for n, p in r.params.items()),
+            r.description.strip().split("\n")[0],
+        )
+    console.console().print(table)

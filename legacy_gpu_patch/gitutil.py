@@ -1,0 +1,105 @@
+"""Thin, fast wrapper around the git command line for work-tree operations.
+
+GitPython is used where it adds something (remote operations with progress, see sources.py); the many small local
+operations (status, add, commit, reset) go straight to `git` with a fixed environment, which is faster and lets us
+pass NUL-separated pathspecs through stdin.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from legacy_gpu_patch.errors import StateError, ToolError
+
+# A fixed identity and no user config surprises (hooks, signing, autocrlf) for the commits lgpatch makes.
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "lgpatch",
+    "GIT_AUTHOR_EMAIL": "lgpatch@localhost",
+    "GIT_COMMITTER_NAME": "lgpatch",
+    "GIT_COMMITTER_EMAIL": "lgpatch@localhost",
+    "GIT_TERMINAL_PROMPT": "0",
+    "LC_ALL": "C",
+    "GIT_LITERAL_PATHSPECS": "1",  # our paths are file names, never globs
+}
+# Deterministic dates make a step's commit reproducible from its inputs (export → am gives identical trees anyway,
+# but identical commit ids make rewinds and tests easier to reason about).
+_FIXED_DATE = "1970-01-01T00:00:00+0000"
+_CONFIG = ["-c", "core.autocrlf=false", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
+           "-c", "core.quotepath=false", "-c", "advice.detachedHead=false", "-c", "gc.auto=0"]
+
+
+class GitFailed(StateError):
+    pass
+
+
+class Git:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        check: bool = True,
+        env: dict[str, str] | None = None,
+        fixed_date: bool = False,
+    ) -> subprocess.CompletedProcess[bytes]:
+        full_env = {**os.environ, **_GIT_ENV, **(env or {})}
+        if fixed_date:
+            full_env["GIT_AUTHOR_DATE"] = full_env["GIT_COMMITTER_DATE"] = _FIXED_DATE
+        try:
+            proc = subprocess.run(
+                ["git", *_CONFIG, *args], cwd=self.root, input=input, capture_output=True, env=full_env
+            )
+        except FileNotFoundError:
+            raise ToolError("git is not installed or not on PATH") from None
+        if check and proc.returncode != 0:
+            raise GitFailed(
+                f"git {' '.join(args[:3])} failed in {self.root}: "
+                + (proc.stderr.decode(errors="replace").strip() or f"exit {proc.returncode}")
+            )
+        return proc
+
+    def out(self, *args: str, **kw: object) -> str:
+        return self.run(*args, **kw).stdout.decode("utf-8", errors="surrogateescape").strip()  # type: ignore[arg-type]
+
+    def rev(self, ref: str) -> str | None:
+        proc = self.run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+    def head(self) -> str | None:
+        return self.rev("HEAD")
+
+    def status_porcelain(self) -> list[str]:
+        """Changed tracked files and untracked (not ignored) files, one entry per path."""
+        raw = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+        return [e.decode("utf-8", errors="surrogateescape") for e in raw.split(b"\0") if e]
+
+    def is_dirty(self) -> bool:
+        return bool(self.status_porcelain())
+
+    def ls_files(self) -> list[str]:
+        raw = self.run("ls-files", "-z").stdout
+        return [p.decode("utf-8", errors="surrogateescape") for p in raw.split(b"\0") if p]
+
+    def tree_of(self, ref: str = "HEAD") -> str:
+        return self.out("rev-parse", f"{ref}^{{tree}}")
+
+    def stage_paths(self, paths: Sequence[str]) -> None:
+        """Stage exactly these paths (added, changed or deleted), even if a .gitignore would hide them."""
+        if not paths:
+            return
+        data = b"\0".join(p.encode("utf-8", errors="surrogateescape") for p in paths) + b"\0"
+        self.run("add", "--force", "--all", "--pathspec-from-file=-", "--pathspec-file-nul", input=data)
+
+    def commit(self, message: str, allow_empty: bool = True) -> str:
+        args = ["commit", "--quiet", "--no-verify", "-F", "-"]
+        if allow_empty:
+            args.append("--allow-empty")
+        self.run(*args, input=message.encode("utf-8"), fixed_date=True)
+        head = self.head()
+        assert head is not None
+        return head

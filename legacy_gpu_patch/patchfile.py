@@ -1,0 +1,287 @@
+"""Apply a unified diff in memory, hunk by hunk, reporting offset and fuzz; write nothing unless all hunks apply.
+
+`git apply` is atomic but cannot tell the user *how* a hunk matched (offset, fuzz) or what the file holds instead;
+GNU patch reports offset/fuzz but leaves `.rej` files and half-patched trees. This module does both jobs: parse with
+unidiff, locate each hunk (exact, then shifted, then with up to `max_fuzz` context lines ignored at either end, as
+GNU patch does), and on failure name the patch file, target file, hunk header and the closest lines found.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import unidiff
+
+from legacy_gpu_patch.errors import PatchError
+from legacy_gpu_patch.safepath import check_relpath, resolve_inside
+
+DEV_NULL = "/dev/null"
+
+
+@dataclass(frozen=True)
+class HunkReport:
+    file: str
+    header: str
+    offset: int
+    fuzz: int
+
+
+@dataclass
+class FileChange:
+    path: str
+    new_bytes: bytes | None  # None: delete
+    mode: int | None = None  # 0o755 / 0o644 when the diff says so
+    rename_from: str | None = None
+
+
+@dataclass
+class PatchResult:
+    changes: list[FileChange] = field(default_factory=list)
+    hunks: list[HunkReport] = field(default_factory=list)
+
+    @property
+    def inexact(self) -> list[HunkReport]:
+        return [h for h in self.hunks if h.offset or h.fuzz]
+
+
+def _strip(path: str, strip: int) -> str:
+    parts = path.split("/")
+    return "/".join(parts[strip:]) if len(parts) > strip else parts[-1]
+
+
+def _clean_name(name: str) -> str:
+    name = name.split("\t")[0]  # GNU diff appends a tab and a timestamp
+    if len(name) >= 2 and name[0] == name[-1] == '"':
+        name = name[1:-1].encode("latin-1", errors="replace").decode("unicode_escape").encode("latin-1").decode(
+            "utf-8", errors="surrogateescape"
+        )
+    return name
+
+
+def _hunk_lines(hunk: unidiff.Hunk) -> tuple[list[str], list[str], int, int]:
+    """(old lines, new lines, leading context count, trailing context count), honouring '\\ No newline'."""
+    old: list[str] = []
+    new: list[str] = []
+    last_kind = ""
+    for line in hunk:
+        kind = line.line_type
+        if kind == "\\":
+            # The previous line had no newline in the old, new or both versions.
+            if last_kind in (" ", "-") and old:
+                old[-1] = old[-1].rstrip("\n").rstrip("\r") if old[-1].endswith("\n") else old[-1]
+            if last_kind in (" ", "+") and new:
+                new[-1] = new[-1].rstrip("\n").rstrip("\r") if new[-1].endswith("\n") else new[-1]
+            continue
+        if kind in (" ", "-"):
+            old.append(line.value)
+        if kind in (" ", "+"):
+            new.append(line.value)
+        last_kind = kind
+    kinds = [ln.line_type for ln in hunk if ln.line_type != "\\"]
+    lead = next((i for i, k in enumerate(kinds) if k != " "), len(kinds))
+    trail = next((i for i, k in enumerate(reversed(kinds)) if k != " "), len(kinds))
+    return old, new, lead, trail
+
+
+def _header(hunk: unidiff.Hunk) -> str:
+    text = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
+    return f"{text} {hunk.section_header}".rstrip()
+
+
+def _find(lines: list[str], needle: list[str], start: int, lowest: int) -> int | None:
+    """Nearest index ≥ lowest where `needle` matches, searching outward from `start`."""
+    n, m = len(lines), len(needle)
+    if m == 0:
+        return max(lowest, min(start, n))
+    first = needle[0]
+    candidates = [i for i in range(lowest, n - m + 1) if lines[i] == first and lines[i : i + m] == needle]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda i: (abs(i - start), i))
+
+
+def closest_lines(lines: list[str], needle: list[str], near: int) -> tuple[int, list[str]]:
+    """Where the file looks most like the hunk's old text (1-based line, lines), to show the user."""
+    m = max(1, len(needle))
+    if not lines:
+        return 1, []
+    best, best_score = 0, -1.0
+    stripped = [ln.strip() for ln in needle]
+    for i in range(0, max(1, len(lines) - m + 1)):
+        window = [ln.strip() for ln in lines[i : i + m]]
+        score = sum(1 for a, b in zip(window, stripped) if a == b) - abs(i - near) * 1e-6
+        if score > best_score:
+            best, best_score = i, score
+    if best_score < 1:  # nothing equal: fall back to fuzzy similarity around the expected place
+        lo = max(0, near - 50)
+        best = max(
+            range(lo, max(lo + 1, min(len(lines) - m + 1, near + 50))),
+            key=lambda i: difflib.SequenceMatcher(None, "".join(lines[i : i + m]), "".join(needle)).ratio(),
+        )
+    return best + 1, lines[best : best + m]
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Names for error messages: which patchset / step / patch file this diff came from."""
+
+    patchset: str
+    step: str
+    patch_file: str
+
+
+def parse(text: str, origin: Origin) -> unidiff.PatchSet:
+    try:
+        patch = unidiff.PatchSet(text)
+    except (unidiff.UnidiffParseError, ValueError, IndexError) as exc:
+        raise PatchError(
+            f"{origin.patchset}/{origin.step}: {origin.patch_file} is not a valid unified diff: {exc}"
+        ) from None
+    if not len(patch):
+        raise PatchError(f"{origin.patchset}/{origin.step}: {origin.patch_file} contains no file changes")
+    return patch
+
+
+def _apply_hunks(
+    content: str, pf: unidiff.PatchedFile, path: str, origin: Origin, max_fuzz: int
+) -> tuple[str, list[HunkReport]]:
+    lines = content.splitlines(keepends=True)
+    reports: list[HunkReport] = []
+    size_delta = 0
+    last_offset = 0
+    lowest = 0
+    for number, hunk in enumerate(pf, 1):
+        old, new, lead, trail = _hunk_lines(hunk)
+        # source_start is 1-based; a hunk with no old lines inserts *after* line source_start.
+        base = (hunk.source_start - 1 if hunk.source_length else hunk.source_start) + size_delta
+        pos, fuzz = _find(lines, old, base + last_offset, lowest), 0
+        while pos is None and fuzz < max_fuzz:
+            fuzz += 1
+            cut_lead, cut_trail = min(fuzz, lead), min(fuzz, trail)
+            if cut_lead + cut_trail == 0 or cut_lead + cut_trail >= len(old):
+                continue
+            core = old[cut_lead : len(old) - cut_trail]
+            found = _find(lines, core, base + last_offset + cut_lead, lowest)
+            if found is not None:
+                pos = found - cut_lead
+                if pos < lowest:
+                    pos = None
+                    continue
+                old_window = lines[pos : pos + len(old)]
+                # Keep the file's own text for the ignored context lines, as GNU patch does.
+                new = old_window[:cut_lead] + new[cut_lead : len(new) - cut_trail] + old_window[len(old) - cut_trail:]
+                old = old_window
+        if pos is None:
+            at, near = closest_lines(lines, old, base + last_offset)
+            shown = "".join(f"    {at + i:>6}: {ln.rstrip()}\n" for i, ln in enumerate(near)) or "    (file is empty)\n"
+            expected = "".join(f"    {'':>6}  {ln.rstrip()}\n" for ln in old) or "    (nothing)\n"
+            raise PatchError(
+                f"{origin.patchset}/{origin.step}: hunk #{number} of {origin.patch_file} does not apply to {path}\n"
+                f"  hunk: {_header(hunk)}\n  expected (old side of the hunk):\n{expected}"
+                f"  closest lines found in {path}:\n{shown}"
+                "  the tree was left as it was before this step",
+                hint="the source differs from what the patch was written for: check the recipe's pin, "
+                "or refresh the patch against this tree",
+            )
+        offset = pos - base
+        reports.append(HunkReport(path, _header(hunk), offset, fuzz))
+        lines[pos : pos + len(old)] = new
+        size_delta += len(new) - len(old)
+        last_offset = offset
+        lowest = pos + len(new)
+    return "".join(lines), reports
+
+
+def _mode_from(info: list[str]) -> int | None:
+    for line in info:
+        for prefix in ("new file mode ", "new mode "):
+            if line.startswith(prefix):
+                return 0o755 if line.strip().endswith("755") else 0o644
+    return None
+
+
+def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int = 2) -> PatchResult:
+    """Work out every file's new content; raise PatchError/UnsafePathError before anything is written."""
+    result = PatchResult()
+    pending: dict[str, str | None] = {}  # path → content as changed by earlier file sections of this diff
+    for pf in parse(text, origin):
+        source = _clean_name(pf.source_file or DEV_NULL)
+        target = _clean_name(pf.target_file or DEV_NULL)
+        what = f"{origin.patchset}/{origin.step} ({origin.patch_file})"
+        if pf.is_binary_file:
+            raise PatchError(f"{what}: binary diff for {target!r} is not supported; use a backport step instead")
+        src_rel = None if source == DEV_NULL else check_relpath(_strip(source, strip), what)
+        dst_rel = None if target == DEV_NULL else check_relpath(_strip(target, strip), what)
+        path = dst_rel or src_rel
+        assert path is not None
+        for rel in {r for r in (src_rel, dst_rel) if r}:
+            resolve_inside(root, rel, what)
+        is_new = pf.is_added_file or src_rel is None
+        is_rename = bool(getattr(pf, "is_rename", False)) or (src_rel and dst_rel and src_rel != dst_rel)
+        read_from = src_rel if (is_rename and src_rel) else path
+        if is_new:
+            if (root / path).exists() and path not in pending:
+                raise PatchError(f"{what}: creates {path}, which already exists in the tree")
+            original = ""
+        elif read_from in pending:
+            if pending[read_from] is None:
+                raise PatchError(f"{what}: changes {read_from}, which an earlier part of this patch deletes")
+            original = pending[read_from] or ""
+        else:
+            full = root / read_from
+            if not full.is_file():
+                raise PatchError(
+                    f"{what}: changes {read_from}, which does not exist in the tree"
+                    f"{' (hunk ' + _header(pf[0]) + ')' if len(pf) else ''}"
+                )
+            original = full.read_bytes().decode("utf-8", errors="surrogateescape")
+        if pf.is_removed_file or dst_rel is None:
+            content, reports = _apply_hunks(original, pf, path, origin, max_fuzz)
+            if content.strip():
+                raise PatchError(f"{what}: deletes {path}, but the file holds more than the patch removes")
+            result.hunks.extend(reports)
+            pending[path] = None
+            result.changes.append(FileChange(path, None))
+            continue
+        content, reports = _apply_hunks(original, pf, path, origin, max_fuzz) if len(pf) else (original, [])
+        result.hunks.extend(reports)
+        pending[path] = content
+        mode = _mode_from(pf.patch_info or [])
+        if is_rename and src_rel:
+            pending[src_rel] = None
+            result.changes.append(FileChange(src_rel, None))
+        result.changes.append(
+            FileChange(path, content.encode("utf-8", errors="surrogateescape"), mode,
+                       src_rel if is_rename else None)
+        )
+    return result
+
+
+def write_changes(root: Path, changes: list[FileChange]) -> list[str]:
+    """Write computed changes (each file atomically via rename); return the paths touched."""
+    touched = []
+    for change in changes:
+        target = resolve_inside(root, change.path, "write")
+        touched.append(change.path)
+        if change.new_bytes is None:
+            if target.exists():
+                target.unlink()
+            continue
+        write_file(target, change.new_bytes, change.mode)
+    return touched
+
+
+def write_file(target: Path, data: bytes, mode: int | None = None) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.lgpatch-tmp")
+    old_mode = target.stat().st_mode & 0o777 if target.exists() else None
+    with open(tmp, "wb") as f:
+        f.write(data)
+    if mode is not None:
+        os.chmod(tmp, mode)
+    elif old_mode is not None:
+        os.chmod(tmp, old_mode)
+    os.replace(tmp, target)
