@@ -22,7 +22,6 @@ _GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "lgpatch@localhost",
     "GIT_TERMINAL_PROMPT": "0",
     "LC_ALL": "C",
-    "GIT_LITERAL_PATHSPECS": "1",  # our paths are file names, never globs
 }
 # Deterministic dates make a step's commit reproducible from its inputs (export → am gives identical trees anyway,
 # but identical commit ids make rewinds and tests easier to reason about).
@@ -93,7 +92,10 @@ class Git:
         if not paths:
             return
         data = b"\0".join(p.encode("utf-8", errors="surrogateescape") for p in paths) + b"\0"
-        self.run("add", "--force", "--all", "--pathspec-from-file=-", "--pathspec-file-nul", input=data)
+        # Literal pathspecs: our paths are file names, never globs. (Not set globally: `git stash -u` relies on
+        # pathspec magic internally and silently keeps untracked files under GIT_LITERAL_PATHSPECS.)
+        self.run("--literal-pathspecs", "add", "--force", "--all", "--pathspec-from-file=-", "--pathspec-file-nul",
+                 input=data)
 
     def commit(self, message: str, allow_empty: bool = True) -> str:
         args = ["commit", "--quiet", "--no-verify", "-F", "-"]

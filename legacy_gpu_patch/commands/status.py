@@ -16,7 +16,11 @@ from legacy_gpu_patch.worktree import WorkTree
 
 
 def step_table(wt: WorkTree, ctx: click.Context) -> tuple[list[dict[str, Any]], str | None]:
-    """Each planned step with its state: applied, changed (re-applied by the next apply), pending or skipped."""
+    """Each planned step with its state.
+
+    applied: in the tree and up to date; changed: its inputs differ from the applied commit; reapply: unchanged but
+    after a changed step; pending: not applied yet; skipped: its `when:` is false; stale: applied but no longer planned.
+    """
     ledger = wt.ledger()
     try:
         recipe = find_recipe(wt.state.recipe_file, search_path(ctx))
@@ -33,8 +37,11 @@ def step_table(wt: WorkTree, ctx: click.Context) -> tuple[list[dict[str, Any]], 
             row["state"] = "skipped"
         else:
             have = applied[selected_index] if selected_index < len(applied) else None
-            if have and in_sync and have.key == p.step.key and have.digest == p.digest:
+            same = have is not None and have.key == p.step.key and have.digest == p.digest
+            if same and in_sync:
                 row.update(state="applied", commit=have.commit)
+            elif same:
+                row["state"] = "reapply"  # unchanged itself, but an earlier step changed: it goes again
             else:
                 in_sync = False
                 row["state"] = "changed" if have else "pending"
@@ -72,7 +79,7 @@ def command(ctx: click.Context, workdir: Path, as_json: bool) -> None:
     out.print(f"source: {wt.state.source}")
     out.print(f"at: {head}")
     marks = {"applied": "[green]✓[/green]", "pending": "[yellow]·[/yellow]", "changed": "[yellow]~[/yellow]",
-             "skipped": "[dim]-[/dim]", "stale": "[red]![/red]"}
+             "skipped": "[dim]-[/dim]", "stale": "[red]![/red]", "reapply": "[yellow]↻[/yellow]"}
     for row in rows:
         why = f" [dim]({'; '.join(row.get('reasons', []))})[/dim]" if row["state"] == "skipped" else ""
         out.print(f"  {marks[row['state']]} {row['state']:<8} {row['step']}{why}")
