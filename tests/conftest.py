@@ -181,3 +181,23 @@ def chdir_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 
 # Tests that need PyPI carry this marker; pytest_collection_modifyitems skips them with a reason when offline.
 requires_network = pytest.mark.network
+
+
+@pytest.fixture
+def http_dir(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """A real HTTP server on loopback serving a folder (the 'upstream download site')."""
+    import functools
+    import http.server
+    import threading
+
+    root = tmp_path / "site"
+    root.mkdir()
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:  # keep test output clean
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()

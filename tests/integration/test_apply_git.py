@@ -320,24 +320,6 @@ steps:
     assert "// large model support" in (tmp_path / "wt/c10/cuda/CUDAException.h").read_text()
 
 
-@pytest.fixture
-def http_dir(tmp_path: Path):
-    """A real HTTP server on loopback serving a folder (the 'upstream download site')."""
-    import functools
-    import http.server
-    import threading
-
-    root = tmp_path / "site"
-    root.mkdir()
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-
-
 def test_url_patch_download_is_verified_against_the_pin(lgpatch, tmp_path: Path, upstream: Upstream,
                                                          http_dir) -> None:
     site, base = http_dir
