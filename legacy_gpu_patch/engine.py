@@ -153,6 +153,11 @@ def apply(recipe: Recipe, opts: ApplyOptions) -> ApplyReport:
         report.created = True
         report.notes += list(prepared.notes)
     else:
+        if not (opts.workdir / ".git" / "lgpatch" / "state.json").is_file():
+            raise StateError(
+                f"{opts.workdir} exists and is not an lgpatch work tree",
+                hint="choose a new or empty folder with --workdir",
+            )
         wt = WorkTree.open(opts.workdir)
         if wt.state.recipe != recipe.name:
             raise StateError(
@@ -160,7 +165,7 @@ def apply(recipe: Recipe, opts: ApplyOptions) -> ApplyReport:
                 hint="use another --workdir for a different recipe",
             )
         expected = _source_description(recipe)
-        if expected and not wt.state.source.startswith(expected):
+        if wt.state.source != expected:
             raise StateError(
                 f"{wt.root} was made from {wt.state.source}; the recipe now pins {expected}",
                 hint="the pristine baseline cannot change in place: use a new --workdir",
@@ -172,10 +177,11 @@ def apply(recipe: Recipe, opts: ApplyOptions) -> ApplyReport:
 
 
 def _source_description(recipe: Recipe) -> str:
+    """Must match what sources.prepare_* record, so a changed pin is noticed on an existing tree."""
     src = recipe.source
     if recipe.source_kind == "git":
         return f"git {src['url']} {src['ref']} @ {src['commit']}"
-    return ""
+    return f"sdist {sources.sdist_label(src)} sha256:{src['sha256']}"
 
 
 def _apply_in(wt: WorkTree, recipe: Recipe, opts: ApplyOptions, report: ApplyReport) -> ApplyReport:

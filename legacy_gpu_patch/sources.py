@@ -244,6 +244,10 @@ def sdist_file(recipe: Recipe, offline: bool) -> Path:
         return cache.fetch_url(url, src["sha256"], f"sdist of {recipe.name}", progress=bar.update)
 
 
+def sdist_label(src: dict[str, Any]) -> str:
+    return f"{src.get('name') or 'sdist'}=={src.get('version') or '?'}"
+
+
 def prepare_sdist(recipe: Recipe, dest: Path, offline: bool) -> Prepared:
     archive = sdist_file(recipe, offline)
     with progress.bar("unpacking", unit="items"):
@@ -255,7 +259,7 @@ def prepare_sdist(recipe: Recipe, dest: Path, offline: bool) -> Prepared:
     tree.run("init", "--quiet", "-b", "lgpatch")
     tree.run("add", "--all", "--force", ".")
     src = recipe.source
-    label = f"{src.get('name') or 'sdist'}=={src.get('version') or '?'}"
+    label = sdist_label(src)
     baseline = tree.commit(
         f"lgpatch: pristine {label}\n\nLgpatch-Baseline: sdist sha256:{src['sha256']}\n"
     )

@@ -446,3 +446,68 @@ def test_wrong_recipe_for_tree_and_no_tree(lgpatch, recipes: Path, tmp_path: Pat
                  .replace("aliases: [dm]", "aliases: []"), "other.yaml")
     r = lgpatch("--recipe-path", recipes, "apply", "other", "--workdir", wt)
     assert r.code == ExitCode.STATE and "made for recipe demo" in r.err
+
+
+def test_existing_folder_that_is_not_a_work_tree_is_refused(lgpatch, recipes: Path, tmp_path: Path) -> None:
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "important.txt").write_text("keep me\n")
+    r = lgpatch("--recipe-path", recipes, "apply", "demo", "--workdir", other)
+    assert r.code == ExitCode.STATE and "not an lgpatch work tree" in r.err
+    assert (other / "important.txt").read_text() == "keep me\n" and not (other / ".git").exists()
+
+
+def test_changed_pin_on_existing_tree_is_refused(lgpatch, recipes: Path, tmp_path: Path, upstream: Upstream) -> None:
+    wt = tmp_path / "wt"
+    assert lgpatch("--recipe-path", recipes, "apply", "demo", "--workdir", wt).code == 0
+    (upstream.path / "README.md").write_text("v1.1\n")
+    git(upstream.path, "commit", "-qam", "next")
+    git(upstream.path, "tag", "v1.1")
+    newer = git(upstream.path, "rev-parse", "HEAD")
+    text = (recipes / "demo.yaml").read_text().replace(upstream.commit, newer).replace("ref: v1.0", "ref: v1.1")
+    (recipes / "demo.yaml").write_text(text)
+    r = lgpatch("--recipe-path", recipes, "apply", "demo", "--workdir", wt)
+    assert r.code == ExitCode.STATE and "new --workdir" in r.err
+
+
+def test_second_process_is_refused_while_the_lock_is_held(lgpatch, recipes: Path, tmp_path: Path) -> None:
+    from conftest import run_cli_subprocess
+
+    from legacy_gpu_patch.worktree import WorkTree
+
+    wt = tmp_path / "wt"
+    assert lgpatch("--recipe-path", recipes, "apply", "demo", "--workdir", wt).code == 0
+    holder = WorkTree.open(wt)
+    try:
+        proc = run_cli_subprocess("status", "-C", wt)
+        assert proc.returncode == ExitCode.STATE and "another lgpatch process" in proc.stderr
+    finally:
+        holder.release_lock()
+    assert run_cli_subprocess("status", "-C", wt).returncode == 0
+
+
+def test_submodules_follow_the_recipe_and_the_flag(lgpatch, tmp_path: Path, monkeypatch) -> None:
+    # git ≥ 2.38 refuses file:// submodules unless allowed; this is test plumbing, not lgpatch behaviour.
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "protocol.file.allow")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "always")
+    sub = make_upstream(tmp_path / "cub", {"cub/cub.cuh": "// cub\n"})
+    up = make_upstream(tmp_path / "up", {"README.md": "top\n"}, tag="v0")
+    git(up.path, "submodule", "add", "-q", sub.url(), "third_party/cub")
+    git(up.path, "commit", "-qm", "add submodule")
+    git(up.path, "tag", "v1.0")
+    commit = git(up.path, "rev-parse", "HEAD")
+    d = tmp_path / "recipes"
+    write_recipe(d, f"""\
+name: subm
+description: submodule fixture
+source: {{git: {{url: "{up.url()}", ref: v1.0, commit: {commit}, submodules: true}}}}
+steps:
+  - id: note
+    insert: {{file: README.md, text: "patched"}}
+""")
+    assert lgpatch("--recipe-path", d, "apply", "subm", "--workdir", tmp_path / "with").code == 0
+    assert (tmp_path / "with/third_party/cub/cub/cub.cuh").read_text() == "// cub\n"
+    assert lgpatch("--recipe-path", d, "apply", "subm", "--workdir", tmp_path / "without",
+                   "--no-submodules").code == 0
+    assert not (tmp_path / "without/third_party/cub/cub").exists()

@@ -446,8 +446,9 @@ print(json.dumps(out, sort_keys=True))
 def _interpreters() -> list[str]:
     found = []
     for version in ("2.7", "3.6", "3.12"):
-        exe = shutil.which(f"python{version}") or next(
-            iter(sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python")))), None)
+        pyenv = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python")))
+        on_path = shutil.which(f"python{version}")
+        exe = pyenv[-1] if pyenv else on_path if on_path and "/shims/" not in on_path else None  # shims may refuse
         if exe:
             found.append(exe)
     return found
