@@ -180,11 +180,54 @@ def test_select_target_with_real_nvcc_13(tree: tuple[Path, bool], device: int, f
     assert sel.select_target(device, sel.nvcc_supported_archs(NVCC), force_ptx=force) == expected
 
 
-def test_tegra_archs_are_skipped_for_other_gpus(tree: tuple[Path, bool]) -> None:
+def test_same_major_cubin_before_ptx(tree: tuple[Path, bool]) -> None:
+    sel = load_arch_select(tree[0], "arch_select_sass")
+    cuda9 = sel.nvcc_supported_archs("/nonexistent/nvcc", "Cuda compilation tools, release 9.0, V9.0.176")
+    assert sel.select_target(75, cuda9) == ("cubin", "sm_70")  # SASS runs on the same major, equal or higher minor
+    assert sel.select_target(75, cuda9, force_ptx=True) == ("ptx", "compute_70")
+    cuda11_0 = sel.NvccArchs(frozenset([70, 72, 75, 80]), frozenset([70, 72, 75, 80]), "test")
+    assert sel.select_target(86, cuda11_0) == ("cubin", "sm_80")
+
+
+def test_tegra_and_undocumented_archs_are_no_fallback_for_other_gpus(tree: tuple[Path, bool]) -> None:
     sel = load_arch_select(tree[0], "arch_select_tegra")
-    archs = sel.NvccArchs(frozenset([80, 86, 87]), frozenset([80, 86, 87]), "test")
-    assert sel.select_target(89, archs) == ("ptx", "compute_86")
+    archs = sel.NvccArchs(frozenset([75, 87, 88]), frozenset([75, 80, 87, 88]), "test")
+    assert sel.select_target(89, archs) == ("ptx", "compute_80")  # not Tegra's 8.7, not the unpublished 8.8
     assert sel.select_target(87, archs) == ("cubin", "sm_87")
+    cuda8 = sel.nvcc_supported_archs("/nonexistent/nvcc", "release 8.0, V8.0.61")
+    assert sel.select_target(72, cuda8) == ("ptx", "compute_62")  # a Tegra GPU may use Tegra PTX
+
+
+def test_selection_agrees_with_lgpatch_planner(tree: tuple[Path, bool]) -> None:
+    """The patched CuPy cannot import lgpatch, so it carries its own small rules: they must agree with the planner."""
+    planner = pytest.importorskip("legacy_gpu_patch.planner")
+    ck = pytest.importorskip("legacy_gpu_patch.cuda_knowledge")
+    sel = load_arch_select(tree[0], "arch_select_planner")
+    assert set(ck.TEGRA_ONLY) == set(sel.TEGRA_ONLY)
+    devices = sorted({a.number for a in ck.ARCHES} | {130})
+    sources = {f"{major}.{minor}": archs for (major, minor), archs in sel._KNOWN_RELEASES.items()}
+    checked = 0
+    for version, (real, virtual) in sources.items():
+        row = ck.toolkit(version)
+        assert {f"sm_{n}" for n in real} <= set(row.sass) and {f"compute_{n}" for n in virtual} <= set(row.ptx)
+        archs = sel.NvccArchs(frozenset(real), frozenset(virtual), version)
+        for cc in devices:
+            p = planner.plan(version, cc)
+            if p.status == "impossible":
+                with pytest.raises(sel.ArchSelectionError):
+                    sel.select_target(cc, archs)
+            else:
+                expected = ("ptx", p.ptx) if p.status == "ptx" else ("cubin", p.sass)
+                assert sel.select_target(cc, archs) == expected, (version, cc, p.status)
+            checked += 1
+    real13 = sel.nvcc_supported_archs(NVCC)
+    release = nvcc_release()
+    for cc in devices:
+        p = planner.plan(f"{release[0]}.{release[1]}", cc)
+        if p.status != "impossible":
+            expected = ("ptx", p.ptx) if p.status == "ptx" else ("cubin", p.sass)
+            assert sel.select_target(cc, real13) == expected, ("real nvcc", cc, p.status)
+    assert checked > 100
 
 
 def test_gpu_older_than_nvcc_is_a_clear_error(tree: tuple[Path, bool]) -> None:
@@ -297,8 +340,8 @@ class Module(object):
     def load(self, image):
         LOADED.append(image)
 """
-# filelock and six are CuPy 1.24's own dependencies; a single-process test needs only this much of them when they
-# are not installed.
+# filelock and six are CuPy 1.24's own dependencies; a single-process test needs only this much of them where the
+# interpreter has neither.
 STANDIN_FILELOCK = """\
 class FileLock(object):
     def __init__(self, path):
@@ -334,7 +377,15 @@ compiler.compile_with_cache(source)
 compiler.compile_with_cache(source)  # the second time from CuPy's kernel cache
 first, second = function.LOADED
 m = re.search(rb"^\\.target\\s+(\\S+)", first, re.M)
-out.update(same=first == second, nul=first.endswith(b"\\0"), elf=first.startswith(b"\\x7fELF"),
+cache_dir = os.environ["CUPY_CACHE_DIR"]
+stored = {}
+for name in os.listdir(cache_dir):
+    with open(os.path.join(cache_dir, name), "rb") as f:
+        stored[name] = f.read()
+# How the loaded image relates to the cache entry it came from: as stored, or with a NUL added.
+as_stored = [n for n, data in stored.items() if data == first]
+nul_added = [n for n, data in stored.items() if data + b"\\0" == first]
+out.update(same=first == second, as_stored=as_stored, nul_added=nul_added, elf=first.startswith(b"\\x7fELF"),
            ptx_target=m.group(1).decode() if m else None,
            cache=sorted(os.listdir(os.environ["CUPY_CACHE_DIR"])))
 print(json.dumps(out))
@@ -349,22 +400,26 @@ def run_compiler(tree: tuple[Path, bool], tmp_path: Path, nvcc_dir: str):
                       "cupy/cuda/device.py": STANDIN_DEVICE, "cupy/cuda/function.py": STANDIN_FUNCTION}.items():
         (standin / rel).parent.mkdir(parents=True, exist_ok=True)
         (standin / rel).write_text(text)
-    for module, text in (("filelock", STANDIN_FILELOCK), ("six", STANDIN_SIX)):
-        if subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode != 0:
-            (standin / f"{module}.py").write_text(text)
+    deps = tmp_path / "standin_deps"
+    deps.mkdir()
+    (deps / "filelock.py").write_text(STANDIN_FILELOCK)
+    (deps / "six.py").write_text(STANDIN_SIX)
     (tmp_path / "child.py").write_text(CHILD)
     cache_dir = tmp_path / "kernel_cache"
 
-    def run(device_cc: str, source: str, **env: str) -> dict:
+    def run(device_cc: str, source: str, python: str = sys.executable, **env: str) -> dict:
         (tmp_path / "kern.src").write_text(source)
         child_env = {k: v for k, v in os.environ.items()
                      if not k.startswith(("CUPY_", "CUDA_CACHE", "PTX_TEST_"))}
         paths = [str(standin), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        if subprocess.run([python, "-c", "import filelock, six"], capture_output=True,
+                          env={**child_env, "PYTHONPATH": os.pathsep.join(paths)}).returncode != 0:
+            paths.append(str(deps))  # filelock and six are CuPy's own dependencies; stand-ins when missing
         child_env.update(PYTHONPATH=os.pathsep.join(paths),
                          PATH=nvcc_dir + os.pathsep + os.environ.get("PATH", ""), PTX_TEST_TREE=str(path),
                          PTX_TEST_DEVICE_CC=device_cc, CUPY_CACHE_DIR=str(cache_dir),
                          CUDA_CACHE_PATH=str(tmp_path / "jit_cache"), **env)
-        proc = subprocess.run([sys.executable, str(tmp_path / "child.py"), str(tmp_path / "kern.src")],
+        proc = subprocess.run([python, str(tmp_path / "child.py"), str(tmp_path / "kern.src")],
                               capture_output=True, text=True, env=child_env, timeout=300)
         assert proc.returncode == 0, proc.stderr
         result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -380,12 +435,14 @@ def test_compile_with_cache_falls_back_to_ptx_and_keys_by_mode_and_arch(run_comp
     new = run_compiler("130", PLAIN_KERNEL)  # a GPU newer than nvcc
     assert new["maxsize_before"] is None and new["maxsize_after_import"] == JIT_CACHE_SIZE
     assert new["target"] == ["ptx", "compute_121"]
-    assert new["ptx_target"] == "sm_121" and new["nul"] and not new["elf"] and new["same"]
+    assert new["ptx_target"] == "sm_121" and not new["elf"] and new["same"]
+    assert new["nul_added"] and new["nul_added"][0].endswith(".ptx")  # PTX text, NUL-terminated for the driver
     assert [e.rsplit(".", 1)[1] for e in new["cache"] if e != "lock_file.lock"] == ["ptx"]
     assert "RuntimeWarning" not in new["stderr"]  # cache sized, path writable: nothing to advise
 
     native = run_compiler("90", PLAIN_KERNEL)
-    assert native["target"] == ["cubin", "sm_90"] and native["elf"] and not native["nul"] and native["same"]
+    assert native["target"] == ["cubin", "sm_90"] and native["elf"] and native["same"]
+    assert native["as_stored"] and native["as_stored"][0].endswith(".cubin")  # a cubin is loaded as it is
     forced = run_compiler("90", PLAIN_KERNEL, CUPY_FORCE_PTX="1")
     assert forced["target"] == ["ptx", "compute_90"] and forced["ptx_target"] == "sm_90"
     pinned = run_compiler("130", PLAIN_KERNEL, CUPY_PTX_ARCH="compute_75")
@@ -406,6 +463,17 @@ def test_disabled_jit_cache_is_left_alone_and_advised(run_compiler) -> None:
     assert "unset CUDA_CACHE_DISABLE; export CUDA_CACHE_MAXSIZE=4294967296" in off["stderr"]
 
 
+def test_compile_with_cache_on_the_seeds_python_3_6(run_compiler) -> None:
+    """The seed's plant runs Python 3.6: the patched compile path (probe, choice, nvcc --ptx, cache, load) too."""
+    py36 = next(iter(sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.6.*/bin/python")))), None)
+    py36 = py36 or shutil.which("python3.6")
+    if py36 is None or "/shims/" in py36:
+        pytest.skip("no Python 3.6 interpreter (~/.pyenv/versions/3.6.* or python3.6 on PATH)")
+    result = run_compiler("130", PLAIN_KERNEL, python=py36)
+    assert result["target"][0] == "ptx" and result["nul_added"] and result["same"]
+    assert result["maxsize_after_import"] == JIT_CACHE_SIZE
+
+
 def test_carray_header_kernel_compiles_to_ptx_for_the_fallback_arch(tree: tuple[Path, bool], run_compiler) -> None:
     path, with_fp16 = tree
     if not with_fp16:
@@ -413,7 +481,7 @@ def test_carray_header_kernel_compiles_to_ptx_for_the_fallback_arch(tree: tuple[
     header = (path / "cupy/core/carray.cuh").read_text()
     result = run_compiler("130", header + HEADER_KERNEL)  # what cupy/core/carray.pxi's compile_with_cache passes
     assert result.get("error") is None
-    assert result["target"][0] == "ptx" and result["ptx_target"] and result["nul"]
+    assert result["target"][0] == "ptx" and result["ptx_target"] and result["nul_added"]
 
 
 # ------------------------------------------------------------------------------------------------ old Pythons
@@ -433,7 +501,7 @@ import py_compile
 py_compile.compile(sys.argv[2], cfile=sys.argv[3], doraise=True)
 archs = sel.NvccArchs(*sel.parse_help(sys.stdin.read()), source="help")
 out = {}
-for cc in (75, 61, 62, 52):
+for cc in (75, 72, 61, 62, 52):
     out[str(cc)] = list(sel.select_target(cc, archs))
 out["force"] = list(sel.select_target(61, archs, force_ptx=True))
 out["env"] = sel.requested_ptx_arch({"CUPY_PTX_ARCH": "6.1"})
@@ -469,5 +537,6 @@ def test_patched_modules_run_on_python_2_7_and_3_6(tree: tuple[Path, bool], tmp_
         outputs[exe] = json.loads(proc.stdout)
     first = next(iter(outputs.values()))
     assert first["75"] == ["ptx", "compute_61"] and first["61"] == ["cubin", "sm_61"]
+    assert first["72"] == ["ptx", "compute_62"]
     assert first["env"] == "compute_61" and first["name"].endswith(".ptx") and first["nul"]
     assert all(out == first for out in outputs.values()), outputs

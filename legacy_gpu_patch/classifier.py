@@ -1,0 +1,906 @@
+"""Streaming build-log classifier: which error is this, what causes it, which patchset fixes it.
+
+Rules are data (legacy_gpu_patch/rules/*.yaml, schema in rules_config.py). The log is read once, in chunks:
+
+1. **Candidate lines.** A handful of case-sensitive literals ("triggers": `rror`, `ERROR`, `fatal`, `ndefined`, ...)
+   are searched with `bytes.find` over each chunk. `bytes.find` runs at C speed and touches no line that cannot
+   matter, which is what makes a pure-Python classifier fast enough for gigabyte logs: per-line Python work is paid
+   only for the few lines that contain a trigger (and for the few lines after them, for context).
+2. **Normalisation** of a candidate: ANSI colours, CI prefixes (ISO timestamps, Docker BuildKit `#16 72.51`, Spack
+   `>> 853`, MSBuild `1>`, progress `[ 45%]`/`[12/345]`), curly/guillemet quotes (gcc's ‘…’, »…«, « … »), localized
+   severity words (Fehler, erreur, エラー, 错误, ...) and interleaved progress fragments from parallel jobs.
+3. **Rules in order**, each gated by its own cheap lowercase literals (`prefilter`); the first rule whose regex
+   matches decides. Exception rules (warnings about deprecated things, command echoes, ...) decide "no finding".
+4. **Grouping**: findings are keyed by rule and a capture (`(?P<key>...)`, else the message without its location),
+   so the same error in 40 translation units is one finding with count 40. Context lines before/after are kept for
+   the first occurrence. `findings()` ranks the first root cause first: errors before warnings, root causes before
+   consequences ("make: *** Error 1"), specific categories before the generic `other`, then by log position.
+
+Lines wrapped by CMake (`CMake Error at ...:` + indented text) are joined into one message ("block" rules); a
+generic finding also tries the next line joined to it, for messages a CI wrapped. Invalid UTF-8 is decoded with
+replacement characters; memory stays bounded: lines longer than `max_line` bytes are matched on their first
+`max_line` bytes, at most `max_findings` distinct findings and `max_occurrences` locations each are kept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from legacy_gpu_patch.errors import ConfigError
+from legacy_gpu_patch.resources import rules_dir
+from legacy_gpu_patch.rules_config import CATEGORIES, RULES_FILE_SCHEMA
+from legacy_gpu_patch.schema import Ctx, did_you_mean
+from legacy_gpu_patch.yamlio import LineDict, load_file
+
+__all__ = [
+    "CATEGORIES",
+    "Classifier",
+    "Finding",
+    "Rule",
+    "RuleSet",
+    "classify_bytes",
+    "classify_file",
+    "classify_lines",
+    "load_rules",
+    "normalize",
+]
+
+MATCH_WINDOW = 4096  # characters of a long line looked at around its first trigger
+CONTEXT_CHARS = 300  # a context line is cut to this many characters in reports
+MESSAGE_CHARS = 500
+
+# --------------------------------------------------------------------------------------------- rules
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    cont: re.Pattern[str]
+    stop: re.Pattern[str] | None
+    end: re.Pattern[str] | None
+    max_lines: int
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    category: str
+    severity: str
+    regex: re.Pattern[str]
+    prefilter: tuple[str, ...]
+    explanation: str
+    fix: str
+    patchsets: tuple[str, ...]
+    exception: bool
+    secondary: bool
+    generic: bool
+    block: BlockSpec | None
+    examples: tuple[str, ...]
+    not_examples: tuple[str, ...]
+    source: str  # file:line where the rule is defined
+    key_groups: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    rules: tuple[Rule, ...]
+    triggers: tuple[bytes, ...]
+    latin_triggers: tuple[bytes, ...]
+    # literal → indices of the rules gated by it; rules without a prefilter are always tried
+    literal_rules: dict[str, tuple[int, ...]]
+    always: tuple[int, ...]
+    files: tuple[str, ...]
+
+    def by_id(self, rule_id: str) -> Rule:
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        raise KeyError(rule_id)
+
+    def candidates(self, low: str) -> list[int]:
+        """Indices (priority order) of the rules whose prefilter literals occur in the lowercased line."""
+        idx = set(self.always)
+        for lit, rules in self.literal_rules.items():
+            if lit in low:
+                idx.update(rules)
+        return sorted(idx)
+
+
+_MACRO_RE = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
+
+
+def _expand(pattern: str, macros: dict[str, str], ctx: Ctx, depth: int = 0) -> str:
+    if depth > 8:
+        raise ctx.error("macros nest too deeply (a macro refers to itself?)")
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in macros:
+            raise ctx.error(f"unknown macro {{{name}}}{did_you_mean(name, macros)}; known: {', '.join(macros)}")
+        return "(?:" + _expand(macros[name], macros, ctx, depth + 1) + ")"
+
+    return _MACRO_RE.sub(sub, pattern)
+
+
+def _lines_of(raw: Any, key: str) -> list[int]:
+    value = raw.get(key) if isinstance(raw, dict) else None
+    return list(getattr(value, "item_lines", []))
+
+
+def _key_line(raw: Any, key: str, default: int) -> int:
+    return raw.key_lines.get(key, default) if isinstance(raw, LineDict) else default
+
+
+def rule_files(directory: Path | None = None) -> list[Path]:
+    folder = directory or rules_dir()
+    return sorted(folder.glob("*.yaml"))
+
+
+def load_rules(files: Sequence[Path] | None = None) -> RuleSet:
+    """Load and validate rule files (default: the shipped ones, in file-name order). Errors name file:line: key."""
+    if files is None:
+        return _default_rules()
+    return _load(tuple(Path(f) for f in files))
+
+
+@lru_cache(maxsize=1)
+def _default_rules() -> RuleSet:
+    return _load(tuple(rule_files()))
+
+
+def _load(files: tuple[Path, ...]) -> RuleSet:
+    if not files:
+        raise ConfigError("no rule files found", hint=f"rules live in {rules_dir()}")
+    parsed: list[tuple[str, Any, dict[str, Any]]] = []
+    macros: dict[str, str] = {}
+    triggers: list[str] = []
+    latin: list[str] = []
+    for path in files:
+        shown = path.name if path.parent == rules_dir() else str(path)
+        raw = load_file(path, shown)
+        if raw is None:
+            raw = LineDict()
+        data = RULES_FILE_SCHEMA.validate(raw, Ctx(shown, "", getattr(raw, "line", 0)))
+        for name, value in data["macros"].items():
+            if name in macros:
+                raise Ctx(shown, f"macros.{name}", 0).error(f"macro {name} is defined twice")
+            macros[name] = value
+        triggers += data["triggers"]
+        latin += data["latin_triggers"]
+        parsed.append((shown, raw, data))
+    if not triggers:
+        raise ConfigError("rule files define no triggers: no line would ever be looked at")
+    rules: list[Rule] = []
+    seen: dict[str, str] = {}
+    for shown, raw, data in parsed:
+        lines = _lines_of(raw, "rules")
+        raw_rules = raw.get("rules", []) if isinstance(raw, dict) else []
+        for i, r in enumerate(data["rules"]):
+            line = lines[i] if i < len(lines) else 0
+            raw_rule = raw_rules[i] if i < len(raw_rules) else {}
+            ctx = Ctx(shown, f"rules[{i}]", line)
+            if r["id"] in seen:
+                raise ctx.child("id", _key_line(raw_rule, "id", line)).error(
+                    f"duplicate rule id {r['id']!r} (first in {seen[r['id']]})"
+                )
+            seen[r["id"]] = f"{shown}:{line}"
+            rules.append(_compile_rule(r, raw_rule, macros, ctx))
+    literal_rules: dict[str, list[int]] = {}
+    always: list[int] = []
+    for i, rule in enumerate(rules):
+        if not rule.prefilter:
+            always.append(i)
+        for lit in rule.prefilter:
+            literal_rules.setdefault(lit, []).append(i)
+    return RuleSet(
+        rules=tuple(rules),
+        triggers=tuple(dict.fromkeys(t.encode() for t in triggers)),
+        latin_triggers=tuple(dict.fromkeys(t.encode() for t in latin)),
+        literal_rules={k: tuple(v) for k, v in literal_rules.items()},
+        always=tuple(always),
+        files=tuple(str(f) for f in files),
+    )
+
+
+def _compile(pattern: str, flags: int, ctx: Ctx) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, flags)
+    except re.error as exc:
+        raise ctx.error(f"invalid regular expression: {exc}") from None
+
+
+def _compile_rule(r: dict[str, Any], raw: Any, macros: dict[str, str], ctx: Ctx) -> Rule:
+    def sub(key: str) -> Ctx:
+        return ctx.child(key, _key_line(raw, key, ctx.line))
+
+    flags = 0 if r["case_sensitive"] else re.IGNORECASE
+    regex = _compile(_expand(r["pattern"], macros, sub("pattern")), flags, sub("pattern"))
+    prefilter = tuple(lit.lower() for lit in r["prefilter"])
+    for lit in prefilter:
+        if not lit.strip():
+            raise sub("prefilter").error("empty prefilter literal")
+    if not r["exception"] and not r["explanation"].strip():
+        raise sub("explanation").error("a rule that reports a finding needs a one-sentence explanation")
+    if r["exception"] and (r["patchset"] or r["fix"]):
+        raise sub("exception").error("an exception rule reports nothing, so it takes no fix or patchset")
+    block = None
+    if r["block"] is not None:
+        b = r["block"]
+        bctx = sub("block")
+        block = BlockSpec(
+            cont=_compile(b["continue"], 0, bctx),
+            stop=_compile(b["stop"], 0, bctx) if b["stop"] else None,
+            end=_compile(b["end"], 0, bctx) if b["end"] else None,
+            max_lines=b["max_lines"],
+        )
+    key_groups = tuple(name for name in regex.groupindex if name.startswith("key"))
+    return Rule(
+        id=r["id"],
+        category=r["category"],
+        severity=r["severity"],
+        regex=regex,
+        prefilter=prefilter,
+        explanation=r["explanation"].strip(),
+        fix=r["fix"].strip(),
+        patchsets=tuple(r["patchset"]),
+        exception=r["exception"],
+        secondary=r["secondary"],
+        generic=r["generic"],
+        block=block,
+        examples=tuple(str(e) for e in r["examples"]),
+        not_examples=tuple(str(e) for e in r["not_examples"]),
+        source=f"{ctx.source}:{ctx.line}",
+        key_groups=key_groups,
+    )
+
+
+# --------------------------------------------------------------------------------------------- normalisation
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>]")
+# One CI/tool prefix at the start of a line; applied repeatedly ("2024-...Z #16 72.51 1>foo.cpp(3): error ...").
+# Prefixes eat one separator, so the indentation after them survives (CMake continues its messages indented).
+_PREFIX_RE = re.compile(
+    r"""^(?:
+        \ufeff
+      | \d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]?  # ISO 8601 (GitHub, GitLab)
+      | \[\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\][ \t]?
+      | \[\d\d:\d\d:\d\d(?:[.,]\d+)?\][ \t]?                                    # [12:00:00]
+      | \d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]                                           # 12:00:00
+      | \#\d+[ \t]\d+\.\d+[ \t]?                                                  # Docker BuildKit "#16 72.51 "
+      | >>[ \t]*\d+[ \t]+                                                         # Spack ">> 853    "
+      | >[ \t]+                                                                   # quoted in an issue or mail
+      | \d{1,4}>(?=\S)                                                            # MSBuild "1>"
+      | \[[ \t]*\d{1,3}%\][ \t]+                                                  # CMake/make progress
+      | \[\d+/\d+\][ \t]+                                                         # ninja progress
+      | E[ \t]{2,}(?=\S)                                                          # pytest failure lines
+      | \|[ \t]+                                                                  # bitbake/yocto "| "
+      | \#\#\[(?:group|endgroup|section|command)\]                                # GitHub/Azure markers
+    )""",
+    re.X,
+)
+# A progress message of another parallel job glued in front of / behind a diagnostic.
+_GLUED_HEAD_RE = re.compile(r"^(?:Building|Linking|Generating|Compiling|Scanning)\b.*?\.(?:o|obj|so|a)(?=/|[A-Za-z]:\\)")
+_GLUED_TAIL_RE = re.compile(r"(?<=\S)\[[ \t]*\d{1,3}%\][ \t]+(?:Building|Linking|Built target|Generating|Scanning).*$")
+
+_QUOTES = str.maketrans(
+    {
+        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u00b4": "'",
+        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"',
+        "\u00ab": "'", "\u00bb": "'", "\u2039": "'", "\u203a": "'",
+        "\u300c": "'", "\u300d": "'", "\u300e": "'", "\u300f": "'",
+        "\u00a0": " ", "\u202f": " ", "\u2009": " ", "\u3000": " ",
+        "\uff1a": ":", "\uff08": "(", "\uff09": ")",
+    }
+)
+_SPACED_QUOTE_RE = re.compile(r"'[ ]+([^'\n]*?)[ ]+'")  # French « x » → 'x'
+
+# Localized severity words of gcc/clang/MSVC/ld (gcc's .po files); only the position before ':' is rewritten.
+_LOCAL_SEVERITY = {
+    "fatal error": ["schwerwiegender Fehler", "erreur fatale", "errore fatale", "error fatal", "erro fatal",
+                    "致命的エラー", "致命错误", "致命錯誤", "фатальная ошибка", "치명적 오류", "błąd krytyczny",
+                    "fatale fout", "kritická chyba"],
+    "error": ["Fehler", "erreur", "errore", "erro", "エラー", "错误", "錯誤", "ошибка", "помилка", "오류", "błąd",
+              "hata", "chyba", "hiba", "fout", "fel", "virhe", "σφάλμα", "lỗi"],
+    "warning": ["Warnung", "avertissement", "attenzione", "aviso", "advertencia", "警告", "предупреждение",
+                "попередження", "경고", "ostrzeżenie", "uyarı", "varování", "figyelmeztetés", "waarschuwing",
+                "varning", "varoitus", "cảnh báo"],
+    "note": ["Anmerkung", "Hinweis", "remarque", "nota", "備考", "附注", "附註", "замечание", "참고", "uwaga",
+             "poznámka", "opmerking", "anm"],
+}
+_LOCAL_WORDS = {w: en for en, words in _LOCAL_SEVERITY.items() for w in words}
+_LOCAL_RE = re.compile(
+    r"(?:(?<=^)|(?<=[\s:)\]]))("
+    + "|".join(re.escape(w) for w in sorted(_LOCAL_WORDS, key=len, reverse=True))
+    + r")(?=[ \t]*(?:[A-Z]{1,3}\d{3,5}[ \t]*)?[:：])",
+    re.IGNORECASE,
+)
+_LOCAL_ASCII_HINTS = ("fehler", "erreur", "errore", "erro:", "erro ", "hata", "chyba", "hiba", "fout", "fel:",
+                      "virhe", "warnung", "avertissement", "advertencia", "aviso", "attenzione", "hinweis",
+                      "anmerkung", "remarque")
+
+
+def _local_sub(m: re.Match[str]) -> str:
+    word = m.group(1)
+    for w, en in _LOCAL_WORDS.items():
+        if w.lower() == word.lower():
+            return en
+    return word
+
+
+def strip_prefixes(text: str) -> str:
+    """The line without colours and CI/tool prefixes, indentation after them kept."""
+    if "\x1b" in text:
+        text = _ANSI_RE.sub("", text)
+    if "\r" in text:
+        # progress bars redraw with \r: what is left on screen is the last non-empty segment
+        parts = [p for p in text.split("\r") if p.strip()]
+        text = parts[-1] if parts else ""
+    for _ in range(8):
+        body = text.lstrip(" \t")
+        m = _PREFIX_RE.match(body)
+        if not m or not m.end():
+            break
+        text = body[m.end():]
+    return text.rstrip()
+
+
+def normalize(text: str) -> str:
+    """The line as the rules see it: no colours, no CI prefixes, plain quotes, English severity words."""
+    text = strip_prefixes(text).lstrip()
+    if not text.isascii():
+        text = text.translate(_QUOTES)
+        if "' " in text:
+            text = _SPACED_QUOTE_RE.sub(r"'\1'", text)
+        text = _LOCAL_RE.sub(_local_sub, text)
+    else:
+        low = text.lower()
+        if any(h in low for h in _LOCAL_ASCII_HINTS):
+            text = _LOCAL_RE.sub(_local_sub, text)
+    if "`" in text:
+        text = text.replace("`", "'")
+    if "%]" in text:
+        text = _GLUED_TAIL_RE.sub("", text)
+    if text[:1] in "BLGCS":
+        m = _GLUED_HEAD_RE.match(text)
+        if m:
+            text = text[m.end():]
+    return text
+
+
+# --------------------------------------------------------------------------------------------- locations
+
+_LOC_RE = re.compile(
+    r"(?P<file>(?:[A-Za-z]:[\\/])?[^\s:()'\"<>|*?,;=]*[^\s:()'\"<>|*?,;=.]\.[A-Za-z][A-Za-z0-9_+]{0,5})"
+    r"(?::(?P<line>\d+)(?::\d+)?:|\((?P<line2>\d+)(?:,\d+)?\)\s*:)"
+)
+_LOC_CMAKE_RE = re.compile(r"CMake (?:Error|Warning)(?: \(dev\))? at (?P<file>[^\s:]+(?: [^\s:]+)*):(?P<line>\d+)")
+_LOC_PY_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+_LOC_LD_RE = re.compile(r"(?P<file>[^\s:()'\"]+\.[A-Za-z][A-Za-z0-9_+]{0,5}):\(\.[a-z]")
+_PY_EXC_RE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b")
+
+
+def _location(text: str, before: Sequence[str]) -> tuple[str | None, int | None, int]:
+    """(file, line, end of the location in text) of a normalized diagnostic line."""
+    m = _LOC_CMAKE_RE.search(text)
+    if m:
+        return m.group("file"), int(m.group("line")), 0
+    m = _LOC_RE.search(text)
+    if m and m.start() < 400:
+        line = m.group("line") or m.group("line2")
+        return m.group("file"), int(line), m.end()
+    if _PY_EXC_RE.match(text):
+        for prev in reversed(before):
+            pm = _LOC_PY_RE.search(prev)
+            if pm:
+                return pm.group("file"), int(pm.group("line")), 0
+    m = _LOC_LD_RE.search(text)
+    if m:
+        return m.group("file"), None, 0
+    return None, None, 0
+
+
+# --------------------------------------------------------------------------------------------- findings
+
+
+@dataclass
+class Occurrence:
+    log_line: int
+    file: str | None
+    line: int | None
+    phase: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"log_line": self.log_line, "file": self.file, "line": self.line, "phase": self.phase}
+
+
+@dataclass
+class Finding:
+    """One distinct problem; `count` occurrences of it (the same error in 40 files is one finding)."""
+
+    rule: str
+    category: str
+    severity: str
+    message: str
+    file: str | None
+    line: int | None
+    log_line: int  # 1-based line of the first occurrence in the log
+    phase: str | None
+    explanation: str
+    fix: str
+    patchsets: tuple[str, ...]
+    secondary: bool
+    generic: bool
+    key: str
+    context_before: list[str] = field(default_factory=list)
+    context_after: list[str] = field(default_factory=list)
+    count: int = 1
+    occurrences: list[Occurrence] = field(default_factory=list)
+    _after_wanted: int = 0
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+    def where(self) -> str:
+        if self.file and self.line:
+            return f"{self.file}:{self.line}"
+        return self.file or f"log line {self.log_line}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "category": self.category,
+            "rule": self.rule,
+            "severity": self.severity,
+            "file": self.file,
+            "line": self.line,
+            "log_line": self.log_line,
+            "phase": self.phase,
+            "message": self.message,
+            "count": self.count,
+            "explanation": self.explanation,
+            "fix": self.fix,
+            "patchset": list(self.patchsets),
+            "secondary": self.secondary,
+            "context": {"before": list(self.context_before), "after": list(self.context_after)},
+            "occurrences": [o.to_dict() for o in self.occurrences],
+        }
+
+
+def rank_key(f: Finding) -> tuple[bool, bool, bool, int]:
+    return (f.severity != "error", f.secondary, f.generic, f.log_line)
+
+
+@dataclass
+class _Block:
+    rule: Rule
+    lineno: int
+    header: str
+    before: list[str]
+    lines: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Pending:
+    """A generic finding waiting one line: a CI may have wrapped its message."""
+
+    rule: Rule
+    lineno: int
+    text: str
+    before: list[str]
+    match: re.Match[str]
+
+
+def _context_text(raw: bytes) -> str:
+    text = raw[: CONTEXT_CHARS * 4].decode("utf-8", "replace")
+    if "\x1b" in text:
+        text = _ANSI_RE.sub("", text)
+    return text.rstrip("\r\n")[:CONTEXT_CHARS]
+
+
+_NEW_MESSAGE_RE = re.compile(
+    r"^(?:\S+:\d+(?::\d+)?:|\S+\(\d+(?:,\d+)?\)\s*:|(?:fatal )?error\b|warning\b|note\b|In file included|"
+    r"\[[ \t]*\d+%\]|\[\d+/\d+\]|(?:g?make|ninja)(?:\[\d+\])?:|FAILED:|--|\*\*|Traceback|CMake|#)",
+    re.IGNORECASE,
+)
+
+# --------------------------------------------------------------------------------------------- classifier
+
+
+class Classifier:
+    """Feed bytes (any chunking); read `findings()`. Line numbers are 1-based lines of everything fed."""
+
+    def __init__(
+        self,
+        rules: RuleSet | None = None,
+        *,
+        context_before: int = 3,
+        context_after: int = 3,
+        max_line: int = 1 << 20,
+        max_findings: int = 500,
+        max_occurrences: int = 50,
+    ) -> None:
+        self.rules = rules or load_rules()
+        self.context_before = context_before
+        self.context_after = context_after
+        self.max_line = max_line
+        self.max_findings = max_findings
+        self.max_occurrences = max_occurrences
+        self.phase: str | None = None
+        self.lines = 0  # complete lines seen
+        self.bytes = 0
+        self.errors = 0  # error occurrences (not distinct findings)
+        self.warnings = 0
+        self.dropped = 0  # occurrences of findings beyond max_findings
+        self._findings: dict[tuple[str, str], Finding] = {}
+        self._partial = b""
+        self._skip_long = False
+        self._carry: deque[bytes] = deque(maxlen=max(context_before, 1))
+        self._want = 0  # lines after the current one that must be looked at (context, blocks, joins)
+        self._after_open: list[Finding] = []
+        self._block: _Block | None = None
+        self._pending: _Pending | None = None
+        self._rules = self.rules.rules
+        self._needles = self.rules.triggers
+        self._latin = self.rules.latin_triggers
+        self.on_finding: Any = None  # callback(finding, new: bool) for live displays
+
+    # ----------------------------------------------------------------------------------------- feeding
+
+    def feed(self, data: bytes) -> None:
+        if not data:
+            return
+        self.bytes += len(data)
+        if self._partial:
+            data = self._partial + data
+            self._partial = b""
+        if self._skip_long:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return
+            data = data[nl + 1 :]
+            self._skip_long = False
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            self._scan(data if cut == len(data) else data[:cut])
+        rest = data[cut:] if cut < len(data) else b""
+        if len(rest) > self.max_line:
+            # an over-long line: classify its head now, drop the rest of it (bounded memory)
+            self._scan(rest[: self.max_line] + b"\n")
+            self._skip_long = True
+        elif rest:
+            self._partial = rest
+
+    def feed_line(self, line: bytes | str) -> None:
+        if isinstance(line, str):
+            line = line.encode("utf-8", "surrogateescape")
+        self.feed(line.rstrip(b"\n") + b"\n")
+
+    def skip(self, data: bytes) -> None:
+        """Count lines that are not build output (lgpatch's own headers in the log): no matching, no context."""
+        self.flush()
+        n = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        self.lines += n
+        self._carry.clear()
+
+    def flush(self) -> None:
+        """End of one command's output: finish the partial last line and any open block or join."""
+        if self._partial:
+            tail, self._partial = self._partial, b""
+            self._scan(tail + b"\n")
+        self._skip_long = False
+        self._finish_block()
+        self._finish_pending(None)
+        self._after_open.clear()
+        self._want = 0
+
+    def close(self) -> list[Finding]:
+        self.flush()
+        return self.findings()
+
+    # ----------------------------------------------------------------------------------------- scanning
+
+    def _scan(self, block: bytes) -> None:
+        """Classify a run of complete lines (it ends with b"\\n")."""
+        find = block.find
+        cands: dict[int, int] = {}  # line start → position of the first trigger in it
+        needles: Iterable[bytes] = self._needles
+        if self._latin and (b"\xc3" in block or b"\xc2" in block):
+            needles = (*self._needles, *self._latin)
+        rfind = block.rfind
+        for needle in needles:
+            p = find(needle)
+            while p >= 0:
+                s = rfind(b"\n", 0, p) + 1
+                if s not in cands or cands[s] > p:
+                    cands[s] = p
+                p = find(b"\n", p)
+                if p < 0:
+                    break
+                p = find(needle, p)
+        base = self.lines
+        size = len(block)
+        counted_pos = 0
+        counted = 0
+        pos = 0  # first byte not yet looked at
+        starts = sorted(cands) if cands else []
+        i = 0
+        n_starts = len(starts)
+        while pos < size:
+            if self._want > 0:
+                s = pos
+                hit = cands.get(s, -1)
+            else:
+                while i < n_starts and starts[i] < pos:
+                    i += 1
+                if i >= n_starts:
+                    break
+                s = starts[i]
+                hit = cands[s]
+                i += 1
+            e = find(b"\n", s)
+            counted += block.count(b"\n", counted_pos, s)
+            counted_pos = s
+            lineno = base + counted + 1
+            self._line(lineno, block, s, e, hit)
+            pos = e + 1
+        total = block.count(b"\n")
+        self.lines = base + total
+        # keep the last lines for the before-context of the next chunk's first lines
+        k = self._carry.maxlen or 1
+        tail: list[bytes] = []
+        end = size - 1
+        while len(tail) < k and end > 0:
+            start = rfind(b"\n", 0, end) + 1
+            tail.append(block[start:end])
+            end = start - 1
+        for line in reversed(tail):
+            self._carry.append(line)
+
+    def _before(self, block: bytes, s: int, n: int) -> list[str]:
+        out: list[bytes] = []
+        end = s - 1
+        while len(out) < n and end >= 0:
+            start = block.rfind(b"\n", 0, end) + 1
+            out.append(block[start:end])
+            end = start - 1
+        if len(out) < n:
+            need = n - len(out)
+            carry = list(self._carry)
+            out.extend(reversed(carry[-need:]))
+        return [_context_text(b) for b in reversed(out)]
+
+    def _line(self, lineno: int, block: bytes, s: int, e: int, hit: int) -> None:
+        raw = block[s:e]
+        if self._want > 0:
+            self._want -= 1
+            text = None
+            if self._after_open:
+                ctx = _context_text(raw)
+                still = []
+                for f in self._after_open:
+                    f.context_after.append(ctx)
+                    if len(f.context_after) < f._after_wanted:
+                        still.append(f)
+                self._after_open = still
+            if self._block is not None:
+                text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
+                if self._continue_block(raw, text):
+                    return
+            if self._pending is not None:
+                if text is None:
+                    text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
+                if self._finish_pending(text):
+                    return
+            if hit < 0:
+                return
+        if hit < 0:
+            return
+        if len(raw) > MATCH_WINDOW:
+            rel = hit - s
+            lo = max(0, rel - MATCH_WINDOW // 2)
+            raw = raw[lo : lo + MATCH_WINDOW]
+        text = normalize(raw.decode("utf-8", "replace"))
+        if not text:
+            return
+        self._classify(lineno, text, block, s)
+
+    # ----------------------------------------------------------------------------------------- matching
+
+    def match(self, text: str) -> tuple[Rule, re.Match[str]] | None:
+        """The first rule (exceptions included) that matches a normalized line."""
+        low = text.lower()
+        rules = self._rules
+        for idx in self.rules.candidates(low):
+            rule = rules[idx]
+            m = rule.regex.search(text)
+            if m:
+                return rule, m
+        return None
+
+    def _classify(self, lineno: int, text: str, block: bytes | None, s: int) -> None:
+        hit = self.match(text)
+        if hit is None:
+            return
+        rule, m = hit
+        if rule.exception:
+            return
+        before = self._before(block, s, self.context_before) if block is not None else []
+        if rule.block is not None:
+            self._finish_block()
+            self._block = _Block(rule, lineno, text, before)
+            self._want = max(self._want, rule.block.max_lines)
+            return
+        if rule.generic:
+            self._finish_pending(None)
+            self._pending = _Pending(rule, lineno, text, before, m)
+            self._want = max(self._want, 1)
+            return
+        self._record(rule, m, lineno, text, before)
+
+    def _continue_block(self, raw: bytes, text: str) -> bool:
+        blk = self._block
+        assert blk is not None
+        spec = blk.rule.block
+        assert spec is not None
+        line = strip_prefixes(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
+        if spec.stop is not None and spec.stop.search(text):
+            self._finish_block()
+            return True  # e.g. CMake's "Call Stack" header: consumed, not a finding of its own
+        if not spec.cont.search(line) and not (spec.end is not None and spec.end.search(text)):
+            self._finish_block()
+            return False
+        blk.lines.append(text)
+        if (spec.end is not None and spec.end.search(text)) or len(blk.lines) >= spec.max_lines:
+            self._finish_block()
+        return True
+
+    def _finish_block(self) -> None:
+        blk = self._block
+        if blk is None:
+            return
+        self._block = None
+        body = " ".join(t.strip() for t in blk.lines if t.strip())
+        joined = f"{blk.header} {body}".strip()
+        context_after = blk.lines[: max(self.context_after, 12)]
+        for idx in self.rules.candidates(joined.lower()):
+            rule = self._rules[idx]
+            if rule is blk.rule or rule.block is not None:
+                continue
+            m = rule.regex.search(joined)
+            if m:
+                if rule.exception:
+                    return
+                if not rule.generic:
+                    self._record(rule, m, blk.lineno, joined, blk.before, after=context_after)
+                    return
+                break
+        m = blk.rule.regex.search(blk.header)
+        if m:
+            self._record(blk.rule, m, blk.lineno, joined, blk.before, after=context_after)
+
+    def _finish_pending(self, next_text: str | None) -> bool:
+        """Resolve a waiting generic finding; True if `next_text` was consumed as its wrapped continuation."""
+        p = self._pending
+        if p is None:
+            return False
+        self._pending = None
+        if next_text and not _NEW_MESSAGE_RE.match(next_text):
+            for joined in (p.text + next_text, f"{p.text} {next_text}"):
+                hit = self.match(joined)
+                if hit is not None and not hit[0].generic and not hit[0].exception:
+                    self._record(hit[0], hit[1], p.lineno, joined, p.before)
+                    return True
+        self._record(p.rule, p.match, p.lineno, p.text, p.before)
+        return False
+
+    def _record(
+        self,
+        rule: Rule,
+        m: re.Match[str],
+        lineno: int,
+        text: str,
+        before: list[str],
+        after: list[str] | None = None,
+    ) -> None:
+        file, line, loc_end = _location(text, before)
+        key = None
+        for name in rule.key_groups:
+            key = m.group(name)
+            if key:
+                break
+        if not key:
+            key = text[loc_end:].strip().lower()[:200]
+        if rule.severity == "error":
+            self.errors += 1
+        else:
+            self.warnings += 1
+        fkey = (rule.id, key)
+        found = self._findings.get(fkey)
+        occ = Occurrence(lineno, file, line, self.phase)
+        if found is not None:
+            found.count += 1
+            if len(found.occurrences) < self.max_occurrences:
+                found.occurrences.append(occ)
+            if self.on_finding:
+                self.on_finding(found, False)
+            return
+        if len(self._findings) >= self.max_findings:
+            self.dropped += 1
+            return
+        finding = Finding(
+            rule=rule.id,
+            category=rule.category,
+            severity=rule.severity,
+            message=text[:MESSAGE_CHARS],
+            file=file,
+            line=line,
+            log_line=lineno,
+            phase=self.phase,
+            explanation=rule.explanation,
+            fix=rule.fix,
+            patchsets=rule.patchsets,
+            secondary=rule.secondary,
+            generic=rule.generic,
+            key=key,
+            context_before=before,
+            occurrences=[occ],
+        )
+        if after is not None:
+            finding.context_after = after[: self.context_after]
+        elif self.context_after:
+            finding._after_wanted = self.context_after
+            self._after_open.append(finding)
+            self._want = max(self._want, self.context_after)
+        self._findings[fkey] = finding
+        if self.on_finding:
+            self.on_finding(finding, True)
+
+    # ----------------------------------------------------------------------------------------- results
+
+    def findings(self) -> list[Finding]:
+        """Distinct findings, the first root cause first (see module docstring)."""
+        return sorted(self._findings.values(), key=rank_key)
+
+    def has_errors(self) -> bool:
+        return any(f.is_error for f in self._findings.values())
+
+
+# --------------------------------------------------------------------------------------------- conveniences
+
+CHUNK = 1 << 20
+
+
+def classify_stream(stream: BinaryIO, classifier: Classifier | None = None, chunk: int = CHUNK) -> Classifier:
+    c = classifier or Classifier()
+    read = stream.read
+    while True:
+        data = read(chunk)
+        if not data:
+            break
+        c.feed(data)
+    c.flush()
+    return c
+
+
+def classify_file(path: str | Path, **kwargs: Any) -> Classifier:
+    with open(path, "rb") as fh:
+        return classify_stream(fh, Classifier(**kwargs))
+
+
+def classify_bytes(data: bytes, **kwargs: Any) -> list[Finding]:
+    c = Classifier(**kwargs)
+    c.feed(data)
+    return c.close()
+
+
+def classify_lines(lines: Iterable[str], **kwargs: Any) -> list[Finding]:
+    return classify_bytes("".join(line.rstrip("\n") + "\n" for line in lines).encode("utf-8"), **kwargs)
+
+
+def iter_categories() -> Iterator[tuple[str, str]]:
+    yield from CATEGORIES.items()
