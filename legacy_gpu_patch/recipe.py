@@ -136,6 +136,8 @@ PARAM_SCHEMA = Map(
         "choices": Key(ListOf(Scalar()), default=None),
         "allowed": Key(Str(), default=None),  # a range for version/arch parameters
         "detect": Key(Str(choices=DETECTORS), default=None),  # used when default is "auto"
+        # A string parameter's values must match this (whole) regex: values reach source files through templates.
+        "pattern": Key(Str(check=regex_check, what="a regular expression"), default=None),
         "description": Key(Str(), default=""),
     },
     what="parameter mapping",
@@ -200,6 +202,7 @@ class Param:
     allowed: str | None
     detect: str | None
     description: str
+    pattern: str | None = None
 
 
 @dataclass(frozen=True)
@@ -403,10 +406,10 @@ def _check_param(name: str, p: dict[str, Any], ctx: Ctx) -> Param:
         problem = conditions.check_condition(kind, p["allowed"])
         if problem:
             raise ctx.child("allowed").error(problem)
-    if default == "auto" and not p["detect"]:
+    if default == "auto" and not p["detect"] and kind != "string":
         raise ctx.child("default").error("'auto' needs 'detect: python' or 'detect: cuda'")
     param = Param(name, kind, default, tuple(p["choices"]) if p["choices"] else None, p["allowed"], p["detect"],
-                  p["description"])
+                  p["description"], p["pattern"])
     if default != "auto":
         problem = param_problem(param, default)
         if problem:
@@ -428,6 +431,8 @@ def param_problem(param: Param, value: Any) -> str | None:
     if param.choices is not None and str(value) not in {str(c) for c in param.choices}:
         choices = [str(c) for c in param.choices]
         return f"{value!r} is not one of {', '.join(choices)}{did_you_mean(str(value), choices)}"
+    if param.pattern is not None and not re.fullmatch(param.pattern, str(value)):
+        return f"{value!r} does not match the pattern {param.pattern!r}"
     if param.allowed is not None and not conditions.holds(param.kind, param.allowed, value):
         return f"{value!r} is outside the allowed range {param.allowed}"
     return None
@@ -543,6 +548,13 @@ def find_recipe(name_or_path: str, search: SearchPath) -> Recipe:
     )
 
 
-def all_recipes(search: SearchPath) -> Iterable[Recipe]:
+def all_recipes(search: SearchPath, problems: list[ConfigError] | None = None) -> Iterable[Recipe]:
+    """Every recipe on the search path. With `problems`, a broken recipe is collected there instead of stopping
+    the listing (one bad file in a user's folder must not hide all the others)."""
     for f in search.recipe_files():
-        yield load_recipe(f, search)
+        try:
+            yield load_recipe(f, search)
+        except ConfigError as exc:
+            if problems is None:
+                raise
+            problems.append(exc)

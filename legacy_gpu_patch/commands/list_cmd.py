@@ -6,6 +6,7 @@ import click
 
 from legacy_gpu_patch import console
 from legacy_gpu_patch.commands._common import search_path
+from legacy_gpu_patch.errors import ConfigError
 from legacy_gpu_patch.recipe import all_recipes
 
 
@@ -14,7 +15,8 @@ from legacy_gpu_patch.recipe import all_recipes
 @click.pass_context
 def command(ctx: click.Context, as_json: bool) -> None:
     """List the known recipes."""
-    recipes = list(all_recipes(search_path(ctx)))
+    problems: list[ConfigError] = []
+    recipes = list(all_recipes(search_path(ctx), problems))
     if as_json:
         console.emit_json([
             {
@@ -26,7 +28,9 @@ def command(ctx: click.Context, as_json: bool) -> None:
                 "path": str(r.path),
             }
             for r in recipes
-        ])
+        ] + [{"error": p.message} for p in problems])
+        if problems:
+            raise problems[0]
         return
     from rich.table import Table
 
@@ -38,6 +42,10 @@ def command(ctx: click.Context, as_json: bool) -> None:
             r.name,
             ", ".join(r.aliases),
             " ".join(f"{n}={p.default}" for n, p in r.params.items()),
-            r.description.strip().split("\n")[0],
+            r.description.strip().split(". ")[0].split("\n")[0],
         )
     console.console().print(table)
+    for p in problems:
+        console.warn(f"skipped an invalid recipe: {p.message}")
+    if problems:
+        raise problems[0]
