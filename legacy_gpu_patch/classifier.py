@@ -51,7 +51,7 @@ __all__ = [
     "normalize",
 ]
 
-MATCH_WINDOW = 4096  # characters of a long line looked at around its first trigger
+MATCH_WINDOW = 2048  # bytes of a long line looked at, around its first trigger
 CONTEXT_CHARS = 300  # a context line is cut to this many characters in reports
 MESSAGE_CHARS = 500
 
@@ -91,9 +91,10 @@ class RuleSet:
     rules: tuple[Rule, ...]
     triggers: tuple[bytes, ...]
     latin_triggers: tuple[bytes, ...]
-    # literal → indices of the rules gated by it; rules without a prefilter are always tried
-    literal_rules: dict[str, tuple[int, ...]]
-    always: tuple[int, ...]
+    lead: int  # rules[:lead] have no prefilter and are tried first, as they are (cheap anchored exceptions)
+    literals: tuple[str, ...]  # distinct prefilter literals of rules[lead:]
+    literal_rules: tuple[tuple[int, ...], ...]  # literals[i] gates these rule indices
+    always: frozenset[int]  # rules[lead:] without a prefilter
     files: tuple[str, ...]
 
     def by_id(self, rule_id: str) -> Rule:
@@ -103,9 +104,9 @@ class RuleSet:
         raise KeyError(rule_id)
 
     def candidates(self, low: str) -> list[int]:
-        """Indices (priority order) of the rules whose prefilter literals occur in the lowercased line."""
+        """Indices (priority order) of rules[lead:] whose prefilter literals occur in the lowercased line."""
         idx = set(self.always)
-        for lit, rules in self.literal_rules.items():
+        for lit, rules in zip(self.literals, self.literal_rules):
             if lit in low:
                 idx.update(rules)
         return sorted(idx)
@@ -190,19 +191,24 @@ def _load(files: tuple[Path, ...]) -> RuleSet:
                 )
             seen[r["id"]] = f"{shown}:{line}"
             rules.append(_compile_rule(r, raw_rule, macros, ctx))
+    lead = 0
+    while lead < len(rules) and not rules[lead].prefilter:
+        lead += 1
     literal_rules: dict[str, list[int]] = {}
-    always: list[int] = []
-    for i, rule in enumerate(rules):
-        if not rule.prefilter:
-            always.append(i)
-        for lit in rule.prefilter:
+    always: set[int] = set()
+    for i in range(lead, len(rules)):
+        if not rules[i].prefilter:
+            always.add(i)
+        for lit in rules[i].prefilter:
             literal_rules.setdefault(lit, []).append(i)
     return RuleSet(
         rules=tuple(rules),
         triggers=tuple(dict.fromkeys(t.encode() for t in triggers)),
         latin_triggers=tuple(dict.fromkeys(t.encode() for t in latin)),
-        literal_rules={k: tuple(v) for k, v in literal_rules.items()},
-        always=tuple(always),
+        lead=lead,
+        literals=tuple(literal_rules),
+        literal_rules=tuple(tuple(v) for v in literal_rules.values()),
+        always=frozenset(always),
         files=tuple(str(f) for f in files),
     )
 
@@ -284,7 +290,9 @@ _PREFIX_RE = re.compile(
     re.X,
 )
 # A progress message of another parallel job glued in front of / behind a diagnostic.
-_GLUED_HEAD_RE = re.compile(r"^(?:Building|Linking|Generating|Compiling|Scanning)\b.*?\.(?:o|obj|so|a)(?=/|[A-Za-z]:\\)")
+_GLUED_HEAD_RE = re.compile(
+    r"^(?:Building|Linking|Generating|Compiling|Scanning)\b.*?\.(?:o|obj|so|a)(?=/|[A-Za-z]:\\)"
+)
 _GLUED_TAIL_RE = re.compile(r"(?<=\S)\[[ \t]*\d{1,3}%\][ \t]+(?:Building|Linking|Built target|Generating|Scanning).*$")
 
 _QUOTES = str.maketrans(
@@ -319,9 +327,6 @@ _LOCAL_RE = re.compile(
     + r")(?=[ \t]*(?:[A-Z]{1,3}\d{3,5}[ \t]*)?[:：])",
     re.IGNORECASE,
 )
-_LOCAL_ASCII_HINTS = ("fehler", "erreur", "errore", "erro:", "erro ", "hata", "chyba", "hiba", "fout", "fel:",
-                      "virhe", "warnung", "avertissement", "advertencia", "aviso", "attenzione", "hinweis",
-                      "anmerkung", "remarque")
 
 
 def _local_sub(m: re.Match[str]) -> str:
@@ -357,15 +362,14 @@ def normalize(text: str) -> str:
         if "' " in text:
             text = _SPACED_QUOTE_RE.sub(r"'\1'", text)
         text = _LOCAL_RE.sub(_local_sub, text)
-    else:
-        low = text.lower()
-        if any(h in low for h in _LOCAL_ASCII_HINTS):
-            text = _LOCAL_RE.sub(_local_sub, text)
+    elif "ehler" in text or "rreur" in text or "rrore" in text:
+        # ASCII-only localized lines (MSVC: "Fehler C2065: ...")
+        text = _LOCAL_RE.sub(_local_sub, text)
     if "`" in text:
         text = text.replace("`", "'")
     if "%]" in text:
         text = _GLUED_TAIL_RE.sub("", text)
-    if text[:1] in "BLGCS":
+    if text[:1] in "BLGCS" and (".o/" in text or ".obj" in text or ".o\\" in text):
         m = _GLUED_HEAD_RE.match(text)
         if m:
             text = text[m.end():]
@@ -545,6 +549,10 @@ class Classifier:
         self._block: _Block | None = None
         self._pending: _Pending | None = None
         self._rules = self.rules.rules
+        self._lead = self.rules.lead
+        self._literals = self.rules.literals
+        self._literal_rules = self.rules.literal_rules
+        self._always = self.rules.always
         self._needles = self.rules.triggers
         self._latin = self.rules.latin_triggers
         self.on_finding: Any = None  # callback(finding, new: bool) for live displays
@@ -701,8 +709,13 @@ class Classifier:
         if hit < 0:
             return
         if len(raw) > MATCH_WINDOW:
+            # A long line: the anchored lead rules (command echoes) read its head, the others a window around
+            # its first trigger; memory and time per line stay bounded whatever the line's length.
+            head = normalize(raw[:MATCH_WINDOW].decode("utf-8", "replace"))
+            if self._lead_match(head) is not None:
+                return
             rel = hit - s
-            lo = max(0, rel - MATCH_WINDOW // 2)
+            lo = max(0, rel - MATCH_WINDOW // 4)
             raw = raw[lo : lo + MATCH_WINDOW]
         text = normalize(raw.decode("utf-8", "replace"))
         if not text:
@@ -712,11 +725,42 @@ class Classifier:
     # ----------------------------------------------------------------------------------------- matching
 
     def match(self, text: str) -> tuple[Rule, re.Match[str]] | None:
-        """The first rule (exceptions included) that matches a normalized line."""
-        low = text.lower()
+        """The first rule (exceptions included) that matches a normalized line.
+
+        The leading rules without a prefilter (anchored exceptions such as compiler command echoes) are tried
+        first; then the prefilter literals present in the line select the rules worth a regex, in priority order.
+        """
+        hit = self._lead_match(text)
+        if hit is not None:
+            return hit
         rules = self._rules
-        for idx in self.rules.candidates(low):
-            rule = rules[idx]
+        low = text.lower()
+        idx = set(self._always)
+        for lit, gated in zip(self._literals, self._literal_rules):
+            if lit in low:
+                idx.update(gated)
+        for i in sorted(idx):
+            m = rules[i].regex.search(text)
+            if m:
+                return rules[i], m
+        return None
+
+    def _lead_match(self, text: str) -> tuple[Rule, re.Match[str]] | None:
+        rules = self._rules
+        for i in range(self._lead):
+            m = rules[i].regex.search(text)
+            if m:
+                return rules[i], m
+        return None
+
+    def _match_excluding(self, text: str, header: Rule) -> tuple[Rule, re.Match[str]] | None:
+        """Like match(), for the joined text of a block: skipping block headers (the one that opened it too)."""
+        low = text.lower()
+        for rule in self._rules:
+            if rule is header or rule.block is not None:
+                continue
+            if rule.prefilter and not any(lit in low for lit in rule.prefilter):
+                continue
             m = rule.regex.search(text)
             if m:
                 return rule, m
@@ -767,18 +811,14 @@ class Classifier:
         body = " ".join(t.strip() for t in blk.lines if t.strip())
         joined = f"{blk.header} {body}".strip()
         context_after = blk.lines[: max(self.context_after, 12)]
-        for idx in self.rules.candidates(joined.lower()):
-            rule = self._rules[idx]
-            if rule is blk.rule or rule.block is not None:
-                continue
-            m = rule.regex.search(joined)
-            if m:
-                if rule.exception:
-                    return
-                if not rule.generic:
-                    self._record(rule, m, blk.lineno, joined, blk.before, after=context_after)
-                    return
-                break
+        hit = self._match_excluding(joined, blk.rule)
+        if hit is not None:
+            rule, m = hit
+            if rule.exception:
+                return
+            if not rule.generic:
+                self._record(rule, m, blk.lineno, joined, blk.before, after=context_after)
+                return
         m = blk.rule.regex.search(blk.header)
         if m:
             self._record(blk.rule, m, blk.lineno, joined, blk.before, after=context_after)

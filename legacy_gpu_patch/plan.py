@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from legacy_gpu_patch import conditions
@@ -42,17 +38,13 @@ def detect(param: Param) -> str:
     if param.detect == "python":
         return f"{sys.version_info.major}.{sys.version_info.minor}"
     if param.detect == "cuda":
-        nvcc = shutil.which("nvcc") or next(
-            (str(p) for p in (Path("/usr/local/cuda/bin/nvcc"),) if p.exists()), None
-        )
-        if nvcc:
-            try:
-                out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=20).stdout
-            except (OSError, subprocess.SubprocessError):
-                out = ""
-            m = re.search(r"release (\d+\.\d+)", out)
-            if m:
-                return m.group(1)
+        from legacy_gpu_patch import nvcc_probe
+
+        # The same search doctor uses: PATH, CUDA_HOME/CUDA_PATH, /usr/local/cuda*, pip-installed nvcc.
+        nvcc = nvcc_probe.which_nvcc()
+        version = nvcc_probe.probe(nvcc).version if nvcc else None
+        if version:
+            return version
         raise ConfigError(f"parameter {param.name}: cannot detect the CUDA version (no nvcc found); pass --cuda X.Y")
     raise ConfigError(f"parameter {param.name}: nothing to detect it from")
 

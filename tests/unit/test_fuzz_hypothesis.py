@@ -445,3 +445,22 @@ CRASHING_PATCHES = {
 def test_patch_crashers_are_patch_errors(tmp_path: Path, case: str) -> None:
     with pytest.raises((PatchError, UnsafePathError)):
         compute(tree_at(tmp_path), CRASHING_PATCHES[case], Origin("ps", "st", "p.patch"))
+
+
+def test_undecodable_bytes_in_messages_print_cleanly(lgpatch, tmp_path: Path) -> None:
+    # Found by test_garbled_patch_through_the_cli: a file name with a byte that is not UTF-8 reaches the error
+    # message as a surrogate escape; printing it on a strict stream raised UnicodeEncodeError out of cli.main.
+    up = make_upstream(tmp_path / "up", TREE)
+    d = tmp_path / "recipes"
+    write_recipe(d, f"""\
+name: fuzz
+description: garbled patch
+source: {{git: {{url: "{up.url()}", ref: v1.0, commit: {up.commit}}}}}
+steps:
+  - id: garbled
+    patch: garbled.patch
+""")
+    (d / "garbled.patch").write_bytes(b"--- a/src/\x80.c\n+++ b/src/\x80.c\n@@ -1 +1 @@\n-x\n+y\n")
+    r = lgpatch("--recipe-path", d, "apply", "fuzz", "--workdir", tmp_path / "wt")
+    check_cli_result(r.code, r.err, {ExitCode.PATCH})
+    assert "\\udc80" in r.err or "\ufffd" in r.err

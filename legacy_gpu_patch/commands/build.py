@@ -1,0 +1,99 @@
+"""`lgpatch build`: build a patched work tree, streaming and classifying errors as they happen."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from legacy_gpu_patch.errors import ExitCode
+
+
+@click.command("build")
+@click.option("--workdir", "-C", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="The lgpatch work tree (or a folder inside it).")
+@click.option("--arch", "archs", multiple=True, metavar="sm_XX[,sm_YY]",
+              help="GPU architectures to build for (sm_86, sm_90+ptx, compute_75); default: the recipe's arch.")
+@click.option("--cuda", metavar="X.Y", help="CUDA toolkit to build with; default: the recipe's cuda parameter.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Parallel jobs (MAX_JOBS); default min(cores, available RAM / 3.5 GiB).")
+@click.option("--target", "targets", multiple=True, metavar="T", help="Build target (repeatable): ${targets}.")
+@click.option("--launcher", type=click.Choice(["ccache", "sccache"]), default=None,
+              help="Compiler launcher (CMAKE_*_COMPILER_LAUNCHER); sccache with a dist config = sccache-dist.")
+@click.option("--cc", default=None, metavar="CC", help="Host C compiler (CC).")
+@click.option("--cxx", default=None, metavar="CXX", help="Host C++ compiler (CXX, CUDAHOSTCXX, NVCC_CCBIN).")
+@click.option("--python", "python", default=None, metavar="EXE", help="Interpreter for the build (${python}).")
+@click.option("--log", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Build log file (default: REPORT_DIR/build.log).")
+@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where report.json, junit.xml and summary.md go (default: .git/lgpatch/build in the tree).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github"]), default="text",
+              show_default=True, help="Report on stdout (json, junit, github) or a summary on stderr (text).")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("--quiet", "-q", is_flag=True, help="Do not show the build output while it runs.")
+@click.option("--dry-run", is_flag=True, help="Print the resolved commands and variables; run nothing.")
+@click.pass_context
+def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str | None, jobs: int | None,
+            targets: tuple[str, ...], launcher: str | None, cc: str | None, cxx: str | None, python: str | None,
+            log: Path | None, report_dir: Path | None, fmt: str, as_json: bool, quiet: bool, dry_run: bool) -> None:
+    """Build the work tree with the recipe's build commands; classify errors live; write reports.
+
+    Exit codes: 0 built, 9 a build command failed, 10 interrupted (Ctrl-C/SIGTERM; the report is still written).
+    """
+    from legacy_gpu_patch.build import plan_commands, resolve_options, run_build
+    from legacy_gpu_patch.classifier import Classifier
+    from legacy_gpu_patch.commands._common import search_path
+    from legacy_gpu_patch.console import console, emit_json
+    from legacy_gpu_patch.reports import emit, write_step_summary
+    from legacy_gpu_patch.runner import make_display
+    from legacy_gpu_patch.worktree import WorkTree
+
+    fmt = "json" if as_json else fmt
+    wt = WorkTree.open(workdir)
+    try:
+        recipe = wt.recipe(search_path(ctx)) if hasattr(wt, "recipe") else _load_recipe(ctx, wt)
+        options = resolve_options(
+            wt.root, recipe, dict(wt.state.params), archs=archs or None, cuda=cuda, jobs=jobs, targets=targets,
+            launcher=launcher, python=python, cc=cc, cxx=cxx, log=log, report_dir=report_dir,
+        )
+        con = console()
+        for note in options.notes:
+            con.print(f"[cyan]build:[/] {note}", highlight=False)
+        if dry_run:
+            plan = plan_commands(options)
+            emit_json({
+                "variables": options.variables.describe(),
+                "env": options.lgpatch_env(),
+                "commands": [{"name": c.name, "phase": c.phase, "argv": list(c.argv), "cwd": str(c.cwd),
+                              "selected": c.selected, "reason": c.reason} for c in plan],
+            })
+            return
+        classifier = Classifier()
+        display = make_display(con, classifier, quiet=quiet or fmt in ("json", "junit"))
+        outcome = run_build(options, display=display, classifier=classifier)
+    finally:
+        if hasattr(wt, "release_lock"):
+            wt.release_lock()
+    report = outcome.report
+    emit(report, fmt, click.get_text_stream("stdout"), con)
+    write_step_summary(report)
+    con.print(f"[dim]log: {options.log_path}  reports: {options.report_dir}[/]", highlight=False)
+    if outcome.exit_code != ExitCode.OK:
+        if outcome.failed is not None:
+            con.print(f"[red]build failed:[/] {outcome.failed.name}: {outcome.failed.reason}", highlight=False)
+        elif outcome.interrupted:
+            con.print("[yellow]build interrupted[/]; the report was written", highlight=False)
+        sys.exit(int(outcome.exit_code))  # not click Exit: see commands/classify.py
+
+
+def _load_recipe(ctx: click.Context, wt: object) -> object:
+    """Until WorkTree.recipe() exists: the recipe file recorded in the ledger, else the recipe by name."""
+    from legacy_gpu_patch.commands._common import search_path
+    from legacy_gpu_patch.recipe import find_recipe, load_recipe
+
+    state = wt.state  # type: ignore[attr-defined]
+    search = search_path(ctx)
+    if state.recipe_file and Path(state.recipe_file).is_file():
+        return load_recipe(Path(state.recipe_file), search)
+    return find_recipe(state.recipe, search)
