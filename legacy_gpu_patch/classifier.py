@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -54,6 +54,7 @@ __all__ = [
 MATCH_WINDOW = 2048  # bytes of a long line looked at, around its first trigger
 CONTEXT_CHARS = 300  # a context line is cut to this many characters in reports
 MESSAGE_CHARS = 500
+WRAP_MIN = 72  # a line this long may continue on the next one (consoles and CI viewers wrap at 80-200 columns)
 
 # --------------------------------------------------------------------------------------------- rules
 
@@ -84,6 +85,7 @@ class Rule:
     not_examples: tuple[str, ...]
     source: str  # file:line where the rule is defined
     key_groups: tuple[str, ...]
+    priority: int = 0  # position in the rule order (lower wins)
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,7 @@ def _load(files: tuple[Path, ...]) -> RuleSet:
                     f"duplicate rule id {r['id']!r} (first in {seen[r['id']]})"
                 )
             seen[r["id"]] = f"{shown}:{line}"
-            rules.append(_compile_rule(r, raw_rule, macros, ctx))
+            rules.append(replace(_compile_rule(r, raw_rule, macros, ctx), priority=len(rules)))
     lead = 0
     while lead < len(rules) and not rules[lead].prefilter:
         lead += 1
@@ -279,6 +281,7 @@ _PREFIX_RE = re.compile(
       | \d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]                                           # 12:00:00
       | \#\d+[ \t]\d+\.\d+[ \t]?                                                  # Docker BuildKit "#16 72.51 "
       | >>[ \t]*\d+[ \t]+                                                         # Spack ">> 853    "
+      | \d{1,7}[ \t]{4,}(?=\S)                                                    # Spack context "  854    "
       | >[ \t]+                                                                   # quoted in an issue or mail
       | \d{1,4}>(?=\S)                                                            # MSBuild "1>"
       | \[[ \t]*\d{1,3}%\][ \t]+                                                  # CMake/make progress
@@ -321,6 +324,7 @@ _LOCAL_SEVERITY = {
              "poznámka", "opmerking", "anm"],
 }
 _LOCAL_WORDS = {w: en for en, words in _LOCAL_SEVERITY.items() for w in words}
+_UNMARKED_ERROR_RE = re.compile(r"(?<![\w\u200b])error(?=[ \t]*(?:[A-Z]{1,3}\d{3,5}[ \t]*)?:)")
 _LOCAL_RE = re.compile(
     r"(?:(?<=^)|(?<=[\s:)\]]))("
     + "|".join(re.escape(w) for w in sorted(_LOCAL_WORDS, key=len, reverse=True))
@@ -329,11 +333,16 @@ _LOCAL_RE = re.compile(
 )
 
 
+# A localized severity word becomes the English one preceded by a zero-width space: rules still see "error:", and
+# identifier rules can tell (macro LOCAL) that the rest of the message is not English. Messages drop the mark.
+LOCAL_MARK = "\u200b"
+
+
 def _local_sub(m: re.Match[str]) -> str:
     word = m.group(1)
     for w, en in _LOCAL_WORDS.items():
         if w.lower() == word.lower():
-            return en
+            return en if en == word else LOCAL_MARK + en
     return word
 
 
@@ -362,6 +371,9 @@ def normalize(text: str) -> str:
         if "' " in text:
             text = _SPACED_QUOTE_RE.sub(r"'\1'", text)
         text = _LOCAL_RE.sub(_local_sub, text)
+        if LOCAL_MARK not in text and not text.isascii():
+            # "error" is also Spanish: letters beyond the quotes say the message is not English
+            text = _UNMARKED_ERROR_RE.sub(LOCAL_MARK + "error", text, count=1)
     elif "ehler" in text or "rreur" in text or "rrore" in text:
         # ASCII-only localized lines (MSVC: "Fehler C2065: ...")
         text = _LOCAL_RE.sub(_local_sub, text)
@@ -511,6 +523,9 @@ _NEW_MESSAGE_RE = re.compile(
     r"\[[ \t]*\d+%\]|\[\d+/\d+\]|(?:g?make|ninja)(?:\[\d+\])?:|FAILED:|--|\*\*|Traceback|CMake|#)",
     re.IGNORECASE,
 )
+
+# a line with its own severity marker starts a message of its own (it does not continue a wrapped one)
+_MARKER_RE = re.compile(r"\b(?:error|warning|fatal|note)\b[ \t]*:|[a-z](?:Error|Exception|Warning):")
 
 # --------------------------------------------------------------------------------------------- classifier
 
@@ -702,7 +717,7 @@ class Classifier:
             if self._pending is not None:
                 if text is None:
                     text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
-                if self._finish_pending(text):
+                if self._finish_pending(text, strip_prefixes(raw[:256].decode("utf-8", "replace"))[:1].encode()):
                     return
             if hit < 0:
                 return
@@ -779,7 +794,8 @@ class Classifier:
             self._block = _Block(rule, lineno, text, before)
             self._want = max(self._want, rule.block.max_lines)
             return
-        if rule.generic:
+        if rule.generic or len(text) >= WRAP_MIN:
+            # a generic reading, or a line long enough to have been wrapped by a CI: the next line decides
             self._finish_pending(None)
             self._pending = _Pending(rule, lineno, text, before, m)
             self._want = max(self._want, 1)
@@ -823,16 +839,24 @@ class Classifier:
         if m:
             self._record(blk.rule, m, blk.lineno, joined, blk.before, after=context_after)
 
-    def _finish_pending(self, next_text: str | None) -> bool:
-        """Resolve a waiting generic finding; True if `next_text` was consumed as its wrapped continuation."""
+    def _finish_pending(self, next_text: str | None, next_raw: bytes = b"") -> bool:
+        """Resolve a waiting finding; True if `next_text` was consumed as its wrapped continuation.
+
+        Only a line that stops mid-word can continue on the next; the joined text wins only if a rule of higher
+        priority reads it (a wrapped identifier completed, a generic error that turns out to be a known one). An
+        indented next line is source code, not a continuation.
+        """
         p = self._pending
         if p is None:
             return False
         self._pending = None
-        if next_text and not _NEW_MESSAGE_RE.match(next_text):
+        if (next_text and (p.text[-1:].isalnum() or p.text[-1:] in "_-/.")
+                and next_raw[:1] not in (b" ", b"\t") and not _NEW_MESSAGE_RE.match(next_text)
+                and not _PY_EXC_RE.match(next_text) and not _MARKER_RE.search(next_text)):
             for joined in (p.text + next_text, f"{p.text} {next_text}"):
                 hit = self.match(joined)
-                if hit is not None and not hit[0].generic and not hit[0].exception:
+                if (hit is not None and not hit[0].generic and not hit[0].exception
+                        and (p.rule.generic or hit[0].priority < p.rule.priority)):
                     self._record(hit[0], hit[1], p.lineno, joined, p.before)
                     return True
         self._record(p.rule, p.match, p.lineno, p.text, p.before)
@@ -855,12 +879,12 @@ class Classifier:
                 break
         if not key:
             key = text[loc_end:].strip().lower()[:200]
+        fkey = (rule.id, key)
+        found = self._findings.get(fkey)
         if rule.severity == "error":
             self.errors += 1
         else:
             self.warnings += 1
-        fkey = (rule.id, key)
-        found = self._findings.get(fkey)
         occ = Occurrence(lineno, file, line, self.phase)
         if found is not None:
             found.count += 1
@@ -876,7 +900,7 @@ class Classifier:
             rule=rule.id,
             category=rule.category,
             severity=rule.severity,
-            message=text[:MESSAGE_CHARS],
+            message=text.replace(LOCAL_MARK, "")[:MESSAGE_CHARS],
             file=file,
             line=line,
             log_line=lineno,

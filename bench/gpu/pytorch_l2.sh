@@ -119,6 +119,15 @@ fi
 say "L2 patched c10 + c10_cuda via $how: rc=$rc; $(grep -m1 -E 'Found cuDNN' "$OUT/l2-build.log"); $(grep -c -E 'Building CXX object' "$OUT/l2-build.log") objects; libs: $(find "$WT/build" -name 'libc10*.so' -printf '%f ' 2>/dev/null)"
 classify "$OUT/l2-build.log" l2-build
 
+# LMS's allocator from the L2 libraries, run on the GPU (bench/gpu/lms_allocator_smoke.cpp).
+B=$WT/build/c10
+if [ -f "$B/cuda/libc10_cuda.so" ]; then
+  g++ -std=c++14 "$REPO/bench/gpu/lms_allocator_smoke.cpp" -I"$WT" -I"$B" -I"$CUDA_HOME/include" -L"$B" \
+    -L"$B/cuda" -lc10_cuda -lc10 -L"$CUDA_HOME/lib64" -lcudart -Wl,-rpath,"$B:$B/cuda" -o "$WORK/lms_smoke" \
+    > "$OUT/l2-lms-smoke.txt" 2>&1 && "$WORK/lms_smoke" >> "$OUT/l2-lms-smoke.txt" 2>&1
+  say "L2 LMS allocator smoke on the GPU: rc=$? ($(tail -3 "$OUT/l2-lms-smoke.txt" | tr '\n' ' '))"
+fi
+
 # ---- L3: the top-level configure, then ATen/THC CUDA sources one by one until the time is used ------------------
 timeout 120 cmake -S "$WT" -B "$WT/build/top" -DUSE_CUDA=ON -DBUILD_PYTHON=OFF -DBUILD_TEST=OFF -DUSE_CUDNN=ON \
   "-DCUDNN_ROOT=$CUDNN" "-DPYTHON_EXECUTABLE=$(command -v "$PY")" "-DCUDA_TOOLKIT_ROOT_DIR=$CUDA_HOME" \

@@ -42,8 +42,12 @@ class StubError(Exception):
 
 
 def find_cuda_home(explicit: str | None = None) -> Path:
-    """The toolkit root: --cuda-home, then $CUDA_HOME / $CUDA_PATH, then nvcc on PATH, then /usr/local/cuda."""
-    candidates = [explicit, os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    """The toolkit root: --cuda-home, else $CUDA_HOME / $CUDA_PATH, nvcc on PATH, /usr/local/cuda."""
+    if explicit:
+        if not (Path(explicit) / "include" / "cuda.h").is_file():
+            raise StubError(f"cuda.h not found in {explicit}/include (--cuda-home)")
+        return Path(explicit)
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
     nvcc = shutil.which("nvcc")
     if nvcc:
         candidates.append(str(Path(nvcc).resolve().parent.parent))
@@ -92,7 +96,7 @@ def stub_source(symbols: list[str], version: str) -> str:
         "",
         "int cuGetErrorName(int error, const char **text) {",
         "    if (text) {",
-        f'        *text = error == STUB_ERROR ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_UNKNOWN";',
+        '        *text = error == STUB_ERROR ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_UNKNOWN";',
         "    }",
         "    return 0;",
         "}",

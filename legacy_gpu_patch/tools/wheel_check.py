@@ -39,7 +39,7 @@ def newest_wheel(dist: Path) -> Path:
 
 def module_name(member: str) -> str | None:
     """cupy/core/core.cpython-311-x86_64-linux-gnu.so -> cupy.core.core; None for non-extensions."""
-    if not member.endswith(".so") or "/" not in member and "." not in member:
+    if not member.endswith(".so"):
         return None
     path, name = os.path.split(member)
     stem = name.split(".", 1)[0]
@@ -50,8 +50,8 @@ def extensions(wheel: Path) -> list[Extension]:
     found = []
     with zipfile.ZipFile(wheel) as zf:
         for member in zf.namelist():
-            if ".data/" in member.split("/", 1)[0]:
-                continue  # headers and scripts, not importable modules
+            if member.split("/", 1)[0].endswith(".data"):
+                continue  # <name>.data/: headers, scripts and data, not importable modules
             module = module_name(member)
             if module is None:
                 continue

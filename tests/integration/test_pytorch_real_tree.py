@@ -8,12 +8,13 @@ LGPATCH_IBM_LMS_MIRROR (a clone of IBM/pytorch-large-model-support). Nothing fro
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git
+from conftest import git, requires_nvcc
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -58,3 +59,21 @@ def test_real_tree_applies_strictly_and_reverts(tmp_path: Path, lgpatch, cuda: s
     assert res.code == 0, res.err
     assert git(wt, "rev-parse", "HEAD^{tree}") == git(wt, "rev-parse", f"{V150}^{{tree}}")
     assert git(wt, "status", "--porcelain") == ""
+
+
+@requires_nvcc
+@pytest.mark.nvcc
+def test_real_tree_probes_need_no_extra_headers(tmp_path: Path, lgpatch) -> None:
+    """L1 on the real tree for the probes that need only the toolkit (GpuDefs' #error, the two name probes)."""
+    assert lgpatch("cache", "add", _lms_patch(tmp_path)).code == 0
+    wt = tmp_path / "pytorch"
+    res = lgpatch("apply", "pytorch-lms", "--cuda", "13.0", "--arch", "sm_90", "--strict", "--offline",
+                  "--no-submodules", "--source", MIRROR, "--workdir", wt)
+    assert res.code == 0, res.err
+    res = lgpatch("verify", "--workdir", wt, "--arch", "sm_86,sm_90", "--json", "--probe", "gpudefs-warp-size",
+                  "--probe", "kernel-launch-check", "--probe", "export-aliases")
+    assert res.code == 0, res.err
+    verdicts = {(r["probe"], r["arch"]): r["verdict"] for r in json.loads(res.out)["results"]}
+    assert verdicts == {("gpudefs-warp-size", "sm_86"): "ok", ("gpudefs-warp-size", "sm_90"): "ok",
+                        ("kernel-launch-check", "sm_86"): "ok", ("kernel-launch-check", "sm_90"): "ok",
+                        ("export-aliases", None): "ok"}
