@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import os
 import random
 import resource
@@ -89,7 +90,7 @@ def _cxx_file(rng: random.Random, index: int, api: bool, size: int) -> str:
         fn += 1
     if api and "CAFFE2_API " not in "\n".join(lines):
         lines.insert(8, f"class CAFFE2_API Op{index} {{}};")
-    return "\n".join(lines + ["} // namespace native", "} // namespace at", ""])
+    return "\n".join([*lines, "} // namespace native", "} // namespace at", ""])
 
 
 def generate_tree(root: Path, n_files: int, seed: int) -> dict[str, int]:
@@ -99,7 +100,8 @@ def generate_tree(root: Path, n_files: int, seed: int) -> dict[str, int]:
     for i in range(n_files):
         folder = rng.choice(_DIRS)
         ext = rng.choices(exts, weights)[0]
-        rel = f"{folder}/{'m%d/' % (i % 7) if rng.random() < 0.3 else ''}f{i}{ext}"
+        sub = f"m{i % 7}/" if rng.random() < 0.3 else ""
+        rel = f"{folder}/{sub}f{i}{ext}"
         size = int(min(max(rng.lognormvariate(8.0, 0.8), 300), 40000))  # mean ~4 KB, long tail
         if ext in (".py", ".txt", ".cmake", ".md"):
             # CAFFE2_API outside the rename's globs: the glob must keep these unchanged.
@@ -132,6 +134,9 @@ def make_generated_upstream(base: Path, n_files: int, seed: int) -> tuple[Path, 
     git(up, "add", "-A")
     git(up, "commit", "-qm", "generated tree")
     git(up, "tag", "v1.0")
+    # Packed, like any real repository or mirror: `git clone --local` then hard-links one pack, not 6,500 loose
+    # objects (which would slow the hand pipeline's clone and flatter lgpatch, whose mirror is packed).
+    git(up, "repack", "-adq")
     print(f"generated tree: {stats['files']} files, {stats['bytes'] / 1e6:.1f} MB "
           f"(mean {stats['bytes'] / stats['files'] / 1024:.1f} KiB), {stats['api_files']} files use CAFFE2_API "
           f"({100 * stats['api_files'] / stats['files']:.1f} %), in {time.perf_counter() - t0:.1f} s")
@@ -247,6 +252,38 @@ def summarise(label: str, a: list[tuple[float, float]], b: list[tuple[float, flo
     return ratios[0]
 
 
+def git_time_by_command(trace: Path) -> dict[str, float]:
+    """Seconds spent in each top-level git command, from a GIT_TRACE2_EVENT file (git's own clock)."""
+    names: dict[str, str] = {}
+    totals: dict[str, float] = {}
+    for line in trace.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        sid = ev.get("sid", "")
+        if "/" in sid:  # a git process started by git itself: counted in its parent
+            continue
+        if ev.get("event") == "cmd_name":
+            names[sid] = ev.get("name", "?")
+        elif ev.get("event") == "atexit":
+            name = names.get(sid, "?")
+            totals[name] = totals.get(name, 0.0) + float(ev.get("t_abs", 0.0))
+    return totals
+
+
+def breakdown(label: str, argv: list[str], env: dict[str, str], trace: Path) -> None:
+    """Where one run's wall time goes: each git command (by git's own clock) and the rest (Python, grep, sed)."""
+    trace.unlink(missing_ok=True)
+    wall, _cpu_s, proc = timed(argv, {**env, "GIT_TRACE2_EVENT": str(trace)})
+    if proc.returncode != 0:
+        raise SystemExit(f"{label} failed: {proc.stderr}")
+    per = git_time_by_command(trace)
+    in_git = sum(per.values())
+    parts = ", ".join(f"{k} {v:.3f}" for k, v in sorted(per.items(), key=lambda kv: -kv[1]))
+    print(f"  {label:<8} wall {wall:.3f} s = git {in_git:.3f} s ({parts}) + other {wall - in_git:.3f} s")
+
+
 def profile_once(recipes: Path, base: Path, source: Path | None, env: dict[str, str], top: int) -> None:
     import pstats
 
@@ -271,6 +308,8 @@ def main() -> None:
     ap.add_argument("--globs", default=DEFAULT_GLOBS, help=f"comma-separated **/*.ext globs ({DEFAULT_GLOBS})")
     ap.add_argument("--patch-file", default="caffe2/utils/GpuDefs.cuh", help="file the small patch changes")
     ap.add_argument("--profile", action="store_true", help="also profile one lgpatch apply with cProfile")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also time each git command of one run of each pipeline (GIT_TRACE2_EVENT)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--tmp", type=Path, default=None, help="where to put the temporary folder")
     args = ap.parse_args()
@@ -334,6 +373,11 @@ def main() -> None:
                 shutil.rmtree(base / f"run-{which}-{i}")
         label = f"tree {args.tree} @ {commit[:12]}" if args.tree else f"generated tree ({args.files} files)"
         summarise(label, a_times, b_times)
+        if args.breakdown:
+            print("\nbreakdown of one more run of each (the checkout is the same work in both):")
+            breakdown("hand", ["bash", "-c", hand_command(store, commit, base / "bd-A", patch, globs, args.pattern,
+                                                          args.replace)], env, base / "trace-A.json")
+            breakdown("lgpatch", lgpatch_argv(recipes, base / "bd-B", source), env, base / "trace-B.json")
         if args.profile:
             profile_once(recipes, base, source, env, 25)
     finally:

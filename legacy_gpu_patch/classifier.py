@@ -54,6 +54,8 @@ __all__ = [
 MATCH_WINDOW = 2048  # bytes of a long line looked at, around its first trigger
 CONTEXT_CHARS = 300  # a context line is cut to this many characters in reports
 MESSAGE_CHARS = 500
+FULL_SCAN_BYTES = 8 << 20  # the first bytes of a log are searched with every trigger
+RECENT_BYTES = 2 << 20  # chunks kept for a search with the extended triggers when a failure shows
 WRAP_MIN = 72  # a line this long may continue on the next one (consoles and CI viewers wrap at 80-200 columns)
 
 # --------------------------------------------------------------------------------------------- rules
@@ -91,9 +93,10 @@ class Rule:
 @dataclass(frozen=True)
 class RuleSet:
     rules: tuple[Rule, ...]
-    triggers: tuple[bytes, ...]
-    latin_triggers: tuple[bytes, ...]
-    lead: int  # rules[:lead] have no prefilter and are tried first, as they are (cheap anchored exceptions)
+    triggers: tuple[bytes, ...]  # searched in every chunk (non-ASCII ones only where their lead byte occurs)
+    extended_triggers: tuple[bytes, ...]  # searched where a failure is likely: see Classifier._scan
+    latin_triggers: tuple[bytes, ...]  # searched only in chunks with Latin-1-supplement characters
+    lead: int  # rules[:lead] (lead files) are tried first, one by one, each gated by its own prefilter
     literals: tuple[str, ...]  # distinct prefilter literals of rules[lead:]
     literal_rules: tuple[tuple[int, ...], ...]  # literals[i] gates these rule indices
     always: frozenset[int]  # rules[lead:] without a prefilter
@@ -160,8 +163,11 @@ def _load(files: tuple[Path, ...]) -> RuleSet:
     if not files:
         raise ConfigError("no rule files found", hint=f"rules live in {rules_dir()}")
     parsed: list[tuple[str, Any, dict[str, Any]]] = []
+    seen_plain: str | None = None
     macros: dict[str, str] = {}
+    literal_sets: dict[str, list[str]] = {}
     triggers: list[str] = []
+    extended: list[str] = []
     latin: list[str] = []
     for path in files:
         shown = path.name if path.parent == rules_dir() else str(path)
@@ -169,16 +175,28 @@ def _load(files: tuple[Path, ...]) -> RuleSet:
         if raw is None:
             raw = LineDict()
         data = RULES_FILE_SCHEMA.validate(raw, Ctx(shown, "", getattr(raw, "line", 0)))
+        if data["lead"] and seen_plain:
+            raise Ctx(shown, "lead", _key_line(raw, "lead", 0)).error(
+                f"a lead file must come before every other rules file ({seen_plain} sorts before it)"
+            )
+        if not data["lead"] and data["rules"]:
+            seen_plain = seen_plain or shown
         for name, value in data["macros"].items():
             if name in macros:
                 raise Ctx(shown, f"macros.{name}", 0).error(f"macro {name} is defined twice")
             macros[name] = value
+        for name, value in data["literal_sets"].items():
+            if name in literal_sets:
+                raise Ctx(shown, f"literal_sets.{name}", 0).error(f"literal set {name} is defined twice")
+            literal_sets[name] = value
         triggers += data["triggers"]
+        extended += data["extended_triggers"]
         latin += data["latin_triggers"]
         parsed.append((shown, raw, data))
     if not triggers:
         raise ConfigError("rule files define no triggers: no line would ever be looked at")
     rules: list[Rule] = []
+    lead = 0
     seen: dict[str, str] = {}
     for shown, raw, data in parsed:
         lines = _lines_of(raw, "rules")
@@ -192,10 +210,9 @@ def _load(files: tuple[Path, ...]) -> RuleSet:
                     f"duplicate rule id {r['id']!r} (first in {seen[r['id']]})"
                 )
             seen[r["id"]] = f"{shown}:{line}"
-            rules.append(replace(_compile_rule(r, raw_rule, macros, ctx), priority=len(rules)))
-    lead = 0
-    while lead < len(rules) and not rules[lead].prefilter:
-        lead += 1
+            rules.append(replace(_compile_rule(r, raw_rule, macros, literal_sets, ctx), priority=len(rules)))
+        if data["lead"]:
+            lead = len(rules)
     literal_rules: dict[str, list[int]] = {}
     always: set[int] = set()
     for i in range(lead, len(rules)):
@@ -206,6 +223,7 @@ def _load(files: tuple[Path, ...]) -> RuleSet:
     return RuleSet(
         rules=tuple(rules),
         triggers=tuple(dict.fromkeys(t.encode() for t in triggers)),
+        extended_triggers=tuple(dict.fromkeys(t.encode() for t in extended)),
         latin_triggers=tuple(dict.fromkeys(t.encode() for t in latin)),
         lead=lead,
         literals=tuple(literal_rules),
@@ -222,13 +240,25 @@ def _compile(pattern: str, flags: int, ctx: Ctx) -> re.Pattern[str]:
         raise ctx.error(f"invalid regular expression: {exc}") from None
 
 
-def _compile_rule(r: dict[str, Any], raw: Any, macros: dict[str, str], ctx: Ctx) -> Rule:
+def _compile_rule(r: dict[str, Any], raw: Any, macros: dict[str, str], literal_sets: dict[str, list[str]],
+                  ctx: Ctx) -> Rule:
     def sub(key: str) -> Ctx:
         return ctx.child(key, _key_line(raw, key, ctx.line))
 
     flags = 0 if r["case_sensitive"] else re.IGNORECASE
     regex = _compile(_expand(r["pattern"], macros, sub("pattern")), flags, sub("pattern"))
-    prefilter = tuple(lit.lower() for lit in r["prefilter"])
+    literals: list[str] = []
+    for lit in r["prefilter"]:
+        if lit.startswith("$"):
+            name = lit[1:]
+            if name not in literal_sets:
+                raise sub("prefilter").error(
+                    f"unknown literal set {lit}{did_you_mean(name, literal_sets)}; known: {', '.join(literal_sets)}"
+                )
+            literals += literal_sets[name]
+        else:
+            literals.append(lit)
+    prefilter = tuple(dict.fromkeys(lit.lower() for lit in literals))
     for lit in prefilter:
         if not lit.strip():
             raise sub("prefilter").error("empty prefilter literal")
@@ -501,6 +531,16 @@ class _Block:
 
 
 @dataclass
+class _Recent:
+    """A chunk kept for a later search with the extended triggers."""
+
+    block: bytes
+    base: int  # lines before it
+    processed: set[int]  # line starts already looked at
+    extended: bool  # already searched with the extended triggers
+
+
+@dataclass
 class _Pending:
     """A generic finding waiting one line: a CI may have wrapped its message."""
 
@@ -542,6 +582,7 @@ class Classifier:
         max_line: int = 1 << 20,
         max_findings: int = 500,
         max_occurrences: int = 50,
+        full_scan: int = FULL_SCAN_BYTES,
     ) -> None:
         self.rules = rules or load_rules()
         self.context_before = context_before
@@ -568,8 +609,15 @@ class Classifier:
         self._literals = self.rules.literals
         self._literal_rules = self.rules.literal_rules
         self._always = self.rules.always
-        self._needles = self.rules.triggers
+        self.full_scan = full_scan
+        self._core = tuple(t for t in self.rules.triggers if t[0] < 0x80)
+        self._gated = tuple((t[:1], t) for t in self.rules.triggers if t[0] >= 0x80)
+        self._extended = self.rules.extended_triggers
         self._latin = self.rules.latin_triggers
+        self._scanned = 0
+        self._recent: deque[_Recent] = deque()
+        self._recent_bytes = 0
+        self._consequence = False
         self.on_finding: Any = None  # callback(finding, new: bool) for live displays
 
     # ----------------------------------------------------------------------------------------- feeding
@@ -623,18 +671,32 @@ class Classifier:
 
     def close(self) -> list[Finding]:
         self.flush()
+        self._rescan()  # the end of a log is where a build fails
         return self.findings()
 
     # ----------------------------------------------------------------------------------------- scanning
 
-    def _scan(self, block: bytes) -> None:
-        """Classify a run of complete lines (it ends with b"\\n")."""
-        find = block.find
-        cands: dict[int, int] = {}  # line start → position of the first trigger in it
-        needles: Iterable[bytes] = self._needles
+    def _needles(self, block: bytes, extended: bool) -> list[bytes]:
+        needles = list(self._core)
+        leads: dict[bytes, bool] = {}
+        for lead, needle in self._gated:
+            present = leads.get(lead)
+            if present is None:
+                present = leads[lead] = lead in block  # a one-byte search is a memchr: nearly free
+            if present:
+                needles.append(needle)
         if self._latin and (b"\xc3" in block or b"\xc2" in block):
-            needles = (*self._needles, *self._latin)
+            needles += self._latin
+        if extended:
+            needles += self._extended
+        return needles
+
+    @staticmethod
+    def _candidates(block: bytes, needles: Iterable[bytes]) -> dict[int, int]:
+        """Line start → position of the first trigger in that line, for every line holding a trigger."""
+        find = block.find
         rfind = block.rfind
+        cands: dict[int, int] = {}
         for needle in needles:
             p = find(needle)
             while p >= 0:
@@ -645,6 +707,23 @@ class Classifier:
                 if p < 0:
                     break
                 p = find(needle, p)
+        return cands
+
+    def _scan(self, block: bytes) -> None:
+        """Classify a run of complete lines (it ends with b"\\n").
+
+        The core triggers are searched everywhere. The extended ones (phrases of errors that carry no "error":
+        "cannot find -lcuda", "Killed", "*** WARNING: Skip installing") are searched in the first `full_scan`
+        bytes (so short logs and excerpts get everything), and later only where a failure shows: when a
+        consequence line ("make: *** Error 1", "collect2: ld returned 1") is found, the recent chunks are searched
+        again with them, and so is the end of the log. Each trigger costs a pass over the data; this keeps the
+        passes over a gigabyte log to the few core ones.
+        """
+        find = block.find
+        extended = self._scanned < self.full_scan
+        self._scanned += len(block)
+        cands = self._candidates(block, self._needles(block, extended))
+        processed: set[int] = set()
         base = self.lines
         size = len(block)
         counted_pos = 0
@@ -669,6 +748,7 @@ class Classifier:
             counted += block.count(b"\n", counted_pos, s)
             counted_pos = s
             lineno = base + counted + 1
+            processed.add(s)
             self._line(lineno, block, s, e, hit)
             pos = e + 1
         total = block.count(b"\n")
@@ -678,11 +758,68 @@ class Classifier:
         tail: list[bytes] = []
         end = size - 1
         while len(tail) < k and end > 0:
-            start = rfind(b"\n", 0, end) + 1
+            start = block.rfind(b"\n", 0, end) + 1
             tail.append(block[start:end])
             end = start - 1
         for line in reversed(tail):
             self._carry.append(line)
+        self._recent.append(_Recent(block, base, processed, extended))
+        self._recent_bytes += size
+        while self._recent_bytes > RECENT_BYTES and len(self._recent) > 1:
+            self._recent_bytes -= len(self._recent.popleft().block)
+        if self._consequence:
+            self._consequence = False
+            self._rescan()
+
+    def _rescan(self) -> None:
+        """Search the recent chunks with the extended triggers, classifying lines not looked at yet."""
+        if not self._extended:
+            return
+        for rec in self._recent:
+            if rec.extended:
+                continue
+            rec.extended = True
+            block = rec.block
+            cands = self._candidates(block, self._extended)
+            for s in sorted(cands):
+                if s in rec.processed:
+                    continue
+                rec.processed.add(s)
+                e = block.find(b"\n", s)
+                lineno = rec.base + block.count(b"\n", 0, s) + 1
+                raw = block[s:e]
+                if len(raw) > MATCH_WINDOW:
+                    lo = max(0, cands[s] - s - MATCH_WINDOW // 4)
+                    raw = raw[lo : lo + MATCH_WINDOW]
+                text = normalize(raw.decode("utf-8", "replace"))
+                hit = self.match(text) if text else None
+                if hit is None or hit[0].exception or hit[0].block is not None:
+                    continue
+                before = self._before_in(block, s, self.context_before)
+                after = self._after_in(block, e, self.context_after)
+                self._record(hit[0], hit[1], lineno, text, before, after=after)
+
+    @staticmethod
+    def _before_in(block: bytes, s: int, n: int) -> list[str]:
+        out: list[bytes] = []
+        end = s - 1
+        while len(out) < n and end >= 0:
+            start = block.rfind(b"\n", 0, end) + 1
+            out.append(block[start:end])
+            end = start - 1
+        return [_context_text(b) for b in reversed(out)]
+
+    @staticmethod
+    def _after_in(block: bytes, e: int, n: int) -> list[str]:
+        out = []
+        pos = e + 1
+        while len(out) < n and pos < len(block):
+            nxt = block.find(b"\n", pos)
+            if nxt < 0:
+                break
+            out.append(_context_text(block[pos:nxt]))
+            pos = nxt + 1
+        return out
 
     def _before(self, block: bytes, s: int, n: int) -> list[str]:
         out: list[bytes] = []
@@ -742,8 +879,9 @@ class Classifier:
     def match(self, text: str) -> tuple[Rule, re.Match[str]] | None:
         """The first rule (exceptions included) that matches a normalized line.
 
-        The leading rules without a prefilter (anchored exceptions such as compiler command echoes) are tried
-        first; then the prefilter literals present in the line select the rules worth a regex, in priority order.
+        The rules of the lead files (anchored exceptions: command echoes, progress lines, warnings) are tried
+        first, one by one; then the prefilter literals present in the line select the rules worth a regex among
+        the rest, in priority order.
         """
         hit = self._lead_match(text)
         if hit is not None:
@@ -762,10 +900,20 @@ class Classifier:
 
     def _lead_match(self, text: str) -> tuple[Rule, re.Match[str]] | None:
         rules = self._rules
+        low = None
         for i in range(self._lead):
-            m = rules[i].regex.search(text)
+            rule = rules[i]
+            if rule.prefilter:
+                if low is None:
+                    low = text.lower()
+                for lit in rule.prefilter:
+                    if lit in low:
+                        break
+                else:
+                    continue
+            m = rule.regex.search(text)
             if m:
-                return rules[i], m
+                return rule, m
         return None
 
     def _match_excluding(self, text: str, header: Rule) -> tuple[Rule, re.Match[str]] | None:
@@ -886,6 +1034,8 @@ class Classifier:
         else:
             self.warnings += 1
         occ = Occurrence(lineno, file, line, self.phase)
+        if rule.secondary:
+            self._consequence = True
         if found is not None:
             found.count += 1
             if len(found.occurrences) < self.max_occurrences:

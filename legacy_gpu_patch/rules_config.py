@@ -73,9 +73,17 @@ RULE_SCHEMA = Map(
 
 RULES_FILE_SCHEMA = Map(
     {
+        # a lead file's rules are tried first, one by one (each gated by its own prefilter), before the literal
+        # index picks among the rest: cheap exceptions decide the common innocent lines early
+        "lead": Key(Bool(), default=False),
         "macros": Key(MapOf(Str(), key=Str(pattern=r"[A-Z][A-Z0-9_]*", what="an UPPERCASE macro name")),
                       default=dict),
+        # named prefilter lists, used in a rule as prefilter: [$NAME, ...]
+        "literal_sets": Key(MapOf(ListOf(Str(), min_items=1), key=Str(pattern=r"[A-Z][A-Z0-9_]*",
+                                                                          what="an UPPERCASE name")),
+                            default=dict),
         "triggers": Key(ListOf(Str()), default=list),
+        "extended_triggers": Key(ListOf(Str()), default=list),
         "latin_triggers": Key(ListOf(Str()), default=list),
         "rules": Key(ListOf(RULE_SCHEMA), default=list),
     },

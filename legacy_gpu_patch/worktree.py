@@ -87,7 +87,14 @@ class WorkTree:
         return root / ".git" / "lgpatch"
 
     @classmethod
-    def open(cls, path: Path | str = ".", lock: bool = True, repair: bool = True) -> WorkTree:
+    def open(cls, path: Path | str = ".", lock: bool = True, repair: bool = True, shared: bool = False) -> WorkTree:
+        """Open the work tree containing `path`.
+
+        Commands that change the tree (apply, revert) take the lock exclusively; commands that only read it (status,
+        export, build, verify) take it shared, so a long build and a verify can run side by side while an apply is
+        refused until both are done. A journal left by a killed process is always repaired first, under an
+        exclusive lock.
+        """
         root = find_root(Path(path))
         if root is None:
             raise StateError(
@@ -101,9 +108,11 @@ class WorkTree:
             raise StateError(f"{root}: unreadable lgpatch state: {exc}") from None
         wt = cls(root, state)
         if lock:
-            wt.acquire_lock()
+            wt.acquire_lock(shared=shared and not (repair and wt.journal_path.exists()))
         if repair:
             wt.repair()
+            if lock and shared:
+                wt.acquire_lock(shared=True)  # flock converts the held lock in place
         return wt
 
     @classmethod
@@ -128,22 +137,26 @@ class WorkTree:
 
     # ---------------------------------------------------------------------------------------- locking
 
-    def acquire_lock(self) -> None:
+    def acquire_lock(self, shared: bool = False) -> None:
         import fcntl
 
-        path = self.meta_dir(self.root) / "lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._lock_fd
+        if fd is None:
+            fd = os.open(self.meta_dir(self.root) / "lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            os.close(fd)
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            if self._lock_fd is None:
+                os.close(fd)
             raise StateError(
-                f"another lgpatch process (pid {holder}) is working on {self.root}",
-                hint="wait for it to finish; a killed process releases the lock by itself",
+                f"another lgpatch process ({holder}) is {'changing' if shared else 'using'} {self.root}",
+                hint="wait for it to finish (apply/revert need the tree to themselves); "
+                "a killed process releases the lock by itself",
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        if not shared:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
         self._lock_fd = fd
 
     def release_lock(self) -> None:

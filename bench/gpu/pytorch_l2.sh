@@ -106,10 +106,10 @@ classify "$OUT/l2-lms-only-cmake4.log" l2-lms-only-cmake4
 
 export TORCH_CUDA_ARCH_LIST="8.6;9.0"
 if LG build --help 2>/dev/null | grep -q -- '--target'; then
-  ( cd "$WT" && timeout $(( $(left) - 200 )) "$PY" -m legacy_gpu_patch build --arch sm_86,sm_90 --target c10 \
-      --target c10_cuda ) > "$OUT/l2-build.log" 2>&1
+  timeout $(( $(left) - 200 )) "$PY" -m legacy_gpu_patch build --workdir "$WT" --arch sm_86,sm_90 --target c10 \
+    --target c10_cuda --jobs "$JOBS" --log "$OUT/l2-build.log" --report-dir "$OUT/l2-build-report" -q \
+    > "$OUT/l2-build.txt" 2>&1
   rc=$?; how="lgpatch build --target c10 --target c10_cuda"
-  cp -r "$WT/.lgpatch-build" "$OUT/" 2>/dev/null || true
 else
   { c10_configure "$WT" "$WT/build/c10" /dev/stdout "8.6;9.0" on &&
     timeout $(( $(left) - 200 )) cmake --build "$WT/build/c10" --target c10 c10_cuda --parallel "$JOBS"; } \

@@ -50,7 +50,7 @@ def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str
     from legacy_gpu_patch.worktree import WorkTree
 
     fmt = "json" if as_json else fmt
-    wt = WorkTree.open(workdir)
+    wt = WorkTree.open(workdir, shared=True)
     try:
         recipe = wt.recipe(search_path(ctx)) if hasattr(wt, "recipe") else _load_recipe(ctx, wt)
         options = resolve_options(

@@ -18,7 +18,7 @@ from legacy_gpu_patch.worktree import WorkTree
 @click.pass_context
 def command(ctx: click.Context, dest: Path, workdir: Path) -> None:
     """Write the applied steps to DEST (git am / quilt compatible)."""
-    wt = WorkTree.open(workdir)
+    wt = WorkTree.open(workdir, shared=True)
     try:
         names = export(wt, dest)
     finally:

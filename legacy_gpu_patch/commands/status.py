@@ -58,7 +58,7 @@ def step_table(wt: WorkTree, ctx: click.Context) -> tuple[list[dict[str, Any]], 
 @click.pass_context
 def command(ctx: click.Context, workdir: Path, as_json: bool) -> None:
     """Show what is applied in the work tree and whether it has uncommitted edits."""
-    wt = WorkTree.open(workdir, lock=True)
+    wt = WorkTree.open(workdir, shared=True)
     try:
         rows, problem = step_table(wt, ctx)
         dirty = wt.dirty_paths()

@@ -52,7 +52,7 @@ def command(ctx: click.Context, workdir: Path, arch_opts: tuple[str, ...], only:
     from legacy_gpu_patch import verify
     from legacy_gpu_patch.worktree import WorkTree
 
-    wt = WorkTree.open(workdir)
+    wt = WorkTree.open(workdir, shared=True)
     try:
         recipe = _recipe_of(wt, ctx)
         params = dict(wt.state.params)

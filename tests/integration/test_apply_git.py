@@ -477,12 +477,19 @@ def test_second_process_is_refused_while_the_lock_is_held(lgpatch, recipes: Path
 
     wt = tmp_path / "wt"
     assert lgpatch("--recipe-path", recipes, "apply", "demo", "--workdir", wt).code == 0
-    holder = WorkTree.open(wt)
+    holder = WorkTree.open(wt)  # exclusive, as apply/revert hold it
     try:
         proc = run_cli_subprocess("status", "-C", wt)
         assert proc.returncode == ExitCode.STATE and "another lgpatch process" in proc.stderr
     finally:
         holder.release_lock()
+    reader = WorkTree.open(wt, shared=True)  # as a long build or verify holds it
+    try:
+        assert run_cli_subprocess("status", "-C", wt).returncode == 0  # readers share
+        proc = run_cli_subprocess("--recipe-path", recipes, "apply", "demo", "--workdir", wt, "--cuda", "10.2")
+        assert proc.returncode == ExitCode.STATE and "another lgpatch process" in proc.stderr
+    finally:
+        reader.release_lock()
     assert run_cli_subprocess("status", "-C", wt).returncode == 0
 
 
