@@ -4,8 +4,9 @@
     python bench/classify_bench.py                 # 200 MB log; 1 GB log and 10 MB lines for peak RSS
     python bench/classify_bench.py --size-mb 50 --big-mb 0
 
-1. Generates a realistic build log (ninja/CMake/gcc/nvcc/setuptools/pytest lines, CI timestamp prefixes, a few
-   real errors, about 110 bytes a line) of --size-mb.
+1. Generates a realistic build log of --size-mb: ninja/CMake/gcc/nvcc/setuptools/pytest lines, CI timestamp and
+   BuildKit prefixes, innocent mentions of "error" (ErrorHandling.cpp, -Werror=...), and real errors in the last
+   half percent (a failing build fails at its end); about 85 bytes a line.
 2. Times lgpatch's classifier on it (MB/s), and `grep -cE` with the same literal prefilters (the classifier's
    triggers), both reading the file from the page cache; prints both and the ratio.
 3. Runs the classifier in a fresh process on a --big-mb log and on a log of 10 MB single lines and reports the
@@ -20,13 +21,13 @@ import argparse
 import os
 import random
 import re
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -37,7 +38,7 @@ _PARTS = ["Activation", "BatchLinearAlgebra", "Binary", "Copy", "Distribution", 
           "Cumsum", "Histogram", "Lerp", "Im2Col", "Fill", "Range", "Resize", "Shape", "Softmax", "Sum"]
 _KINDS = ["Ops", "Kernel", "Impl", "Utils", "", "Cuda", "Backward", "Functions"]
 # about 150 translation-unit names; one in ~150 has "Error" in it, as in a real tree (ErrorHandling, error_report)
-NAMES = sorted({p + k for p in _PARTS for k in _KINDS})[:148] + ["ErrorHandling", "SparseCUDABlas"]
+NAMES = [*sorted({p + k for p in _PARTS for k in _KINDS})[:148], "ErrorHandling", "SparseCUDABlas"]
 DIRS = ["aten/src/ATen/native", "aten/src/ATen/native/cuda", "caffe2/operators", "c10/cuda", "c10/util",
         "torch/csrc/jit/runtime", "torch/csrc/autograd", "aten/src/ATen/native/sparse/cuda"]
 WARNINGS = [
@@ -61,7 +62,11 @@ ERRORS = [
 def generate(path: Path, size: int, seed: int = 1) -> int:
     """Write a realistic log of about `size` bytes; returns the number of lines."""
     rnd = random.Random(seed)
-    out = open(path, "w", encoding="utf-8", newline="\n")
+    with open(path, "w", encoding="utf-8", newline="\n") as out:
+        return _write(out, size, rnd)
+
+
+def _write(out: Any, size: int, rnd: random.Random) -> int:
     written = lines = 0
     step = 0
     total = 4821
@@ -72,9 +77,11 @@ def generate(path: Path, size: int, seed: int = 1) -> int:
             r = rnd.random()
             d, n = rnd.choice(DIRS), rnd.choice(NAMES)
             if r < 0.50:
-                block.append(f"[{step % total}/{total}] Building CXX object caffe2/CMakeFiles/torch_cpu.dir/__/{d}/{n}.cpp.o")
+                block.append(f"[{step % total}/{total}] Building CXX object "
+                             f"caffe2/CMakeFiles/torch_cpu.dir/__/{d}/{n}.cpp.o")
             elif r < 0.60:
-                block.append(f"[{step % total}/{total}] Building CUDA object caffe2/CMakeFiles/torch_cuda.dir/__/{d}/{n}.cu.o")
+                block.append(f"[{step % total}/{total}] Building CUDA object "
+                             f"caffe2/CMakeFiles/torch_cuda.dir/__/{d}/{n}.cu.o")
             elif r < 0.72:
                 w = rnd.choice(WARNINGS).format(n=n, i=step)
                 line = rnd.randint(10, 900)
@@ -100,18 +107,18 @@ def generate(path: Path, size: int, seed: int = 1) -> int:
             elif r < 0.95:
                 block.append(f"2024-05-01T12:{step % 60:02d}:{step % 60:02d}.1234567Z [{step % total}/{total}] "
                              f"Linking CXX shared library lib/libtorch_{n.lower()}.so")
-            elif r < 0.99:
+            elif r < 0.985:
                 block.append(f"#16 {step / 100:.2f} Processing /src/pytorch/{d}/{n}.cpp")
-            elif r < 0.9995:
+            elif r < 0.995 or written < size * 0.995:
                 block.append(f"/usr/bin/c++ -DUSE_CUDA -I/src/pytorch/aten/src -O2 -Wall -Werror=return-type "
                              f"-Wno-error=deprecated-declarations -c /src/pytorch/{d}/{n}.cpp -o {n}.cpp.o")
             else:
+                # a failing build fails at its end: the errors are in the last half percent of the log
                 block.append(rnd.choice(ERRORS))
         text = "\n".join(block) + "\n"
         out.write(text)
         written += len(text.encode())
         lines += len(block)
-    out.close()
     return lines
 
 

@@ -39,7 +39,7 @@ from legacy_gpu_patch.classifier import Classifier
 from legacy_gpu_patch.errors import ConfigError, ExitCode, ToolError
 from legacy_gpu_patch.recipe import Recipe
 from legacy_gpu_patch.reports import Artifact, PhaseResult, Report
-from legacy_gpu_patch.runner import Display, Runner
+from legacy_gpu_patch.runner import GRACE_S, Display, Runner
 
 LAUNCHERS = ("ccache", "sccache")
 
@@ -351,7 +351,7 @@ class BuildOutcome:
 
 
 def run_build(options: BuildOptions, display: Display | None = None, classifier: Classifier | None = None,
-              env: Mapping[str, str] | None = None) -> BuildOutcome:
+              env: Mapping[str, str] | None = None, grace: float = GRACE_S) -> BuildOutcome:
     """Run the planned commands in order; stop at the first failure (unless optional). Always returns a report."""
     from legacy_gpu_patch.reports import write_reports
 
@@ -368,7 +368,7 @@ def run_build(options: BuildOptions, display: Display | None = None, classifier:
         header = "".join(f"# lgpatch build: {n}\n" for n in options.notes).encode()
         log.write(header)
         classifier.skip(header)
-        runner = Runner(classifier, log, display)
+        runner = Runner(classifier, log, display, grace=grace)
         for cmd in plan:
             result = PhaseResult(cmd.name, cmd.phase, list(cmd.argv), str(cmd.cwd), optional=cmd.optional)
             phases.append(result)

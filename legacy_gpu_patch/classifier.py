@@ -95,7 +95,6 @@ class RuleSet:
     rules: tuple[Rule, ...]
     triggers: tuple[bytes, ...]  # searched in every chunk (non-ASCII ones only where their lead byte occurs)
     extended_triggers: tuple[bytes, ...]  # searched where a failure is likely: see Classifier._scan
-    latin_triggers: tuple[bytes, ...]  # searched only in chunks with Latin-1-supplement characters
     lead: int  # rules[:lead] (lead files) are tried first, one by one, each gated by its own prefilter
     literals: tuple[str, ...]  # distinct prefilter literals of rules[lead:]
     literal_rules: tuple[tuple[int, ...], ...]  # literals[i] gates these rule indices
@@ -168,7 +167,6 @@ def _load(files: tuple[Path, ...]) -> RuleSet:
     literal_sets: dict[str, list[str]] = {}
     triggers: list[str] = []
     extended: list[str] = []
-    latin: list[str] = []
     for path in files:
         shown = path.name if path.parent == rules_dir() else str(path)
         raw = load_file(path, shown)
@@ -191,7 +189,6 @@ def _load(files: tuple[Path, ...]) -> RuleSet:
             literal_sets[name] = value
         triggers += data["triggers"]
         extended += data["extended_triggers"]
-        latin += data["latin_triggers"]
         parsed.append((shown, raw, data))
     if not triggers:
         raise ConfigError("rule files define no triggers: no line would ever be looked at")
@@ -224,7 +221,6 @@ def _load(files: tuple[Path, ...]) -> RuleSet:
         rules=tuple(rules),
         triggers=tuple(dict.fromkeys(t.encode() for t in triggers)),
         extended_triggers=tuple(dict.fromkeys(t.encode() for t in extended)),
-        latin_triggers=tuple(dict.fromkeys(t.encode() for t in latin)),
         lead=lead,
         literals=tuple(literal_rules),
         literal_rules=tuple(tuple(v) for v in literal_rules.values()),
@@ -613,7 +609,6 @@ class Classifier:
         self._core = tuple(t for t in self.rules.triggers if t[0] < 0x80)
         self._gated = tuple((t[:1], t) for t in self.rules.triggers if t[0] >= 0x80)
         self._extended = self.rules.extended_triggers
-        self._latin = self.rules.latin_triggers
         self._scanned = 0
         self._recent: deque[_Recent] = deque()
         self._recent_bytes = 0
@@ -685,8 +680,6 @@ class Classifier:
                 present = leads[lead] = lead in block  # a one-byte search is a memchr: nearly free
             if present:
                 needles.append(needle)
-        if self._latin and (b"\xc3" in block or b"\xc2" in block):
-            needles += self._latin
         if extended:
             needles += self._extended
         return needles
@@ -748,11 +741,10 @@ class Classifier:
             counted += block.count(b"\n", counted_pos, s)
             counted_pos = s
             lineno = base + counted + 1
-            processed.add(s)
-            self._line(lineno, block, s, e, hit)
+            if self._line(lineno, block, s, e, hit):
+                processed.add(s)
             pos = e + 1
-        total = block.count(b"\n")
-        self.lines = base + total
+        self.lines = base + counted + block.count(b"\n", counted_pos)
         # keep the last lines for the before-context of the next chunk's first lines
         k = self._carry.maxlen or 1
         tail: list[bytes] = []
@@ -834,7 +826,8 @@ class Classifier:
             out.extend(reversed(carry[-need:]))
         return [_context_text(b) for b in reversed(out)]
 
-    def _line(self, lineno: int, block: bytes, s: int, e: int, hit: int) -> None:
+    def _line(self, lineno: int, block: bytes, s: int, e: int, hit: int) -> bool:
+        """Look at one line; True when it was classified or taken into a block or join (done with it)."""
         raw = block[s:e]
         if self._want > 0:
             self._want -= 1
@@ -850,29 +843,27 @@ class Classifier:
             if self._block is not None:
                 text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
                 if self._continue_block(raw, text):
-                    return
+                    return True
             if self._pending is not None:
                 if text is None:
                     text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
                 if self._finish_pending(text, strip_prefixes(raw[:256].decode("utf-8", "replace"))[:1].encode()):
-                    return
-            if hit < 0:
-                return
+                    return True
         if hit < 0:
-            return
+            return False
         if len(raw) > MATCH_WINDOW:
             # A long line: the anchored lead rules (command echoes) read its head, the others a window around
             # its first trigger; memory and time per line stay bounded whatever the line's length.
             head = normalize(raw[:MATCH_WINDOW].decode("utf-8", "replace"))
             if self._lead_match(head) is not None:
-                return
+                return True
             rel = hit - s
             lo = max(0, rel - MATCH_WINDOW // 4)
             raw = raw[lo : lo + MATCH_WINDOW]
         text = normalize(raw.decode("utf-8", "replace"))
-        if not text:
-            return
-        self._classify(lineno, text, block, s)
+        if text:
+            self._classify(lineno, text, block, s)
+        return True
 
     # ----------------------------------------------------------------------------------------- matching
 

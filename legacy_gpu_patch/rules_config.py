@@ -1,9 +1,10 @@
 """Schema of the classifier's rule files (legacy_gpu_patch/rules/*.yaml), as data.
 
 A rule file is a mapping with `rules:` (an ordered list) and optionally `macros:` (named regex fragments written
-`{NAME}` inside patterns), `triggers:` and `latin_triggers:` (the chunk-level literals that decide which lines are
-looked at all). File order, then list order, is priority: the first rule that matches a line decides it, so
-exceptions (lines that look like errors but are not) come before the rules they protect against.
+`{NAME}` inside patterns), `literal_sets:` (named prefilter lists), `triggers:` and `extended_triggers:` (the
+chunk-level literals that decide which lines are looked at at all), and `lead:` (try this file's rules first).
+File order, then list order, is priority: the first rule that matches a line decides it, so exceptions (lines
+that look like errors but are not) come before the rules they protect against.
 """
 
 from __future__ import annotations
@@ -84,7 +85,6 @@ RULES_FILE_SCHEMA = Map(
                             default=dict),
         "triggers": Key(ListOf(Str()), default=list),
         "extended_triggers": Key(ListOf(Str()), default=list),
-        "latin_triggers": Key(ListOf(Str()), default=list),
         "rules": Key(ListOf(RULE_SCHEMA), default=list),
     },
     what="rules file",

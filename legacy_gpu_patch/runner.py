@@ -27,7 +27,8 @@ from typing import Any, BinaryIO
 
 from legacy_gpu_patch.classifier import Classifier, Finding
 
-READ_SIZE = 1 << 16
+READ_SIZE = 1 << 20
+PIPE_SIZE = 1 << 20
 GRACE_S = 5.0  # after SIGTERM, how long the group gets to exit before SIGKILL
 
 
@@ -207,7 +208,8 @@ class Runner:
     def run(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | str | None = None,
             name: str = "", phase: str = "build") -> RunResult:
         name = name or Path(argv[0]).name
-        header = f"==> lgpatch [{phase}] {name}: {shlex.join(argv)}  (cwd {cwd or os.getcwd()})\n"
+        shown = shlex.join(argv).replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever the argv
+        header = f"==> lgpatch [{phase}] {name}: {shown}  (cwd {cwd or os.getcwd()})\n"
         raw_header = header.encode("utf-8", "replace")
         self.log.write(raw_header)
         self.classifier.skip(raw_header)
@@ -293,6 +295,7 @@ class Runner:
     def _pump(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
+        _widen_pipe(fd)
         read = os.read
         consume = self._consume
         while True:
@@ -300,6 +303,16 @@ class Runner:
             if not data:
                 return
             consume(data)
+
+
+def _widen_pipe(fd: int) -> None:
+    """A 1 MiB pipe (Linux): a fast producer fills bigger chunks, so the reader wakes up less often."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_SIZE)
+    except (OSError, ImportError, ValueError):
+        pass  # not Linux, or over /proc/sys/fs/pipe-max-size: the default size works too
 
 
 def _killpg(pgid: int, sig: int) -> None:

@@ -61,6 +61,13 @@ class _Loader(yaml.SafeLoader):
         return result
 
 
+def _float_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    # Nothing in our files is a real number, but versions are everywhere: `python: 3.10` must stay "3.10", not the
+    # float 3.1 (which would silently select the steps meant for Python 3.1). So floats keep their text.
+    return str(node.value)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:float", _float_as_text)
 _Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_mapping)
 _Loader.add_constructor("tag:yaml.org,2002:seq", _Loader.construct_sequence)
 

@@ -189,7 +189,10 @@ check("curand", curand)
 check("cusolver", cusolver)
 check("float16_elementwise", float16)
 check("reductions_and_copies", reductions_and_copies)
-cupy.cuda.Device().synchronize()
+try:
+    cupy.cuda.Device().synchronize()
+except Exception as exc:
+    result["synchronize_error"] = "%s: %s" % (type(exc).__name__, exc)
 maps = open("/proc/self/maps").read()
 pattern = r"/\S+/lib(?:cuda|cudart|cublas|cublasLt|curand|cusolver|cusparse|nvJitLink|cudnn)\.so[.\d]*"
 result["libraries"] = sorted(set(re.findall(pattern, maps)))
@@ -299,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / "chainer_proof.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({"ok": report["ok"], "gpu_first_s": first, "gpu_second_s": second,
                       "failed": sorted({name for r in runs if r for name, c in r["checks"].items() if not c["ok"]}),
+                      "runs_without_result": [k for k, v in report["runs"].items() if not v.get("result")],
                       "other_cupy_ok": report.get("other_cupy", {}).get("ok")}, indent=1))
     return 0 if report["ok"] else 1
 

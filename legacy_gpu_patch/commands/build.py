@@ -76,7 +76,7 @@ def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str
         if hasattr(wt, "release_lock"):
             wt.release_lock()
     report = outcome.report
-    emit(report, fmt, click.get_text_stream("stdout"), con)
+    emit(report, fmt, sys.stdout, con)
     write_step_summary(report)
     con.print(f"[dim]log: {options.log_path}  reports: {options.report_dir}[/]", highlight=False)
     if outcome.exit_code != ExitCode.OK:

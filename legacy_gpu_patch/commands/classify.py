@@ -73,7 +73,7 @@ def command(log: str, as_json: bool, fmt: str | None, report_dir: Path | None, c
         started=started,
         duration=time.monotonic() - t0,
     )
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     if fmt == "text":
         render_text(report, console(), limit=limit)
     else:

@@ -11,7 +11,9 @@ And, without building: every combination of the recipe's parameters applies exac
 checked with git on the real sdist for every distinct step sequence the conditions select.
 
 Slow (a full build is ~3-7 minutes on 2 cores) and it downloads ~1.2 GB of CUDA wheels on the first run (pip's
-cache keeps them). LGPATCH_CHAINER_BUILD_PYTHON names an existing build interpreter to reuse instead of a new venv.
+cache keeps them). LGPATCH_CHAINER_BUILD_PYTHON names an existing build interpreter to reuse instead of a new venv;
+LGPATCH_CHAINER_BUILT_TREE names a work tree already applied and built that way, to check its wheel again without
+rebuilding (the apply and build themselves are then not exercised).
 """
 
 from __future__ import annotations
@@ -27,11 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO, git, requires_nvcc, run_cli_subprocess
+from conftest import git, requires_nvcc, run_cli_subprocess
 
 from legacy_gpu_patch import conditions
 from legacy_gpu_patch.recipe import SearchPath, find_recipe
-from legacy_gpu_patch.tools.elf import read_dynamic
 from legacy_gpu_patch.tools.wheel_check import extensions
 
 pytestmark = [pytest.mark.integration, pytest.mark.network, pytest.mark.slow]
@@ -83,6 +84,12 @@ class Built:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     root = tmp_path_factory.mktemp("chainer")
+    reuse = os.environ.get("LGPATCH_CHAINER_BUILT_TREE")
+    if reuse:
+        tree, python = Path(reuse), Path(os.environ.get("LGPATCH_CHAINER_BUILD_PYTHON") or sys.executable)
+        wheels = sorted((tree / "dist").glob("chainer-1.24.0-*.whl"))
+        assert len(wheels) == 1, wheels
+        return Built(tree, wheels[0], python, tree / "build" / "lgpatch" / "driver-stub", "(reused)")
     tree = root / "tree"
     env = {"LGPATCH_CACHE": str(root / "cache"), "MAX_JOBS": "2"}  # 2 cores shared: never more than -j2
     applied = run_cli_subprocess("apply", RECIPE, "--workdir", tree, "--strict", env=env, timeout=900)

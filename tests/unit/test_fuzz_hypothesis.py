@@ -392,6 +392,7 @@ steps:
 
 CRASHING_YAML = {
     "tag-int": "name: !!int x\n",  # ValueError from PyYAML's int constructor
+    "tag-int-empty": "!!int",  # IndexError
     "tag-float": "name: !!float x\n",  # ValueError
     "tag-bool": "name: !!bool x\n",  # KeyError
     "tag-timestamp": "name: !!timestamp x\n",  # AttributeError
