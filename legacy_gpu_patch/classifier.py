@@ -334,7 +334,7 @@ _QUOTES = str.maketrans(
         "\uff1a": ":", "\uff08": "(", "\uff09": ")",
     }
 )
-_SPACED_QUOTE_RE = re.compile(r"'[ ]+([^'\n]*?)[ ]+'")  # French « x » → 'x'
+_SPACED_QUOTE_RE = re.compile("\u00ab[ \u00a0\u202f]*([^\u00bb\n]*?)[ \u00a0\u202f]*\u00bb")  # French « x » → 'x'
 
 # Localized severity words of gcc/clang/MSVC/ld (gcc's .po files); only the position before ':' is rewritten.
 _LOCAL_SEVERITY = {
@@ -350,7 +350,6 @@ _LOCAL_SEVERITY = {
              "poznámka", "opmerking", "anm"],
 }
 _LOCAL_WORDS = {w: en for en, words in _LOCAL_SEVERITY.items() for w in words}
-_UNMARKED_ERROR_RE = re.compile(r"(?<![\w\u200b])error(?=[ \t]*(?:[A-Z]{1,3}\d{3,5}[ \t]*)?:)")
 _LOCAL_RE = re.compile(
     r"(?:(?<=^)|(?<=[\s:)\]]))("
     + "|".join(re.escape(w) for w in sorted(_LOCAL_WORDS, key=len, reverse=True))
@@ -359,8 +358,8 @@ _LOCAL_RE = re.compile(
 )
 
 
-# A localized severity word becomes the English one preceded by a zero-width space: rules still see "error:", and
-# identifier rules can tell (macro LOCAL) that the rest of the message is not English. Messages drop the mark.
+# A localized line gets a zero-width space at its end: rules see the English severity word, and identifier rules
+# can tell (macro LOCAL) that the rest of the message is not English. Messages drop the mark.
 LOCAL_MARK = "\u200b"
 
 
@@ -368,7 +367,7 @@ def _local_sub(m: re.Match[str]) -> str:
     word = m.group(1)
     for w, en in _LOCAL_WORDS.items():
         if w.lower() == word.lower():
-            return en if en == word else LOCAL_MARK + en
+            return en
     return word
 
 
@@ -393,16 +392,17 @@ def normalize(text: str) -> str:
     """The line as the rules see it: no colours, no CI prefixes, plain quotes, English severity words."""
     text = strip_prefixes(text).lstrip()
     if not text.isascii():
-        text = text.translate(_QUOTES)
-        if "' " in text:
+        if "\u00ab" in text:
             text = _SPACED_QUOTE_RE.sub(r"'\1'", text)
-        text = _LOCAL_RE.sub(_local_sub, text)
-        if LOCAL_MARK not in text and not text.isascii():
-            # "error" is also Spanish: letters beyond the quotes say the message is not English
-            text = _UNMARKED_ERROR_RE.sub(LOCAL_MARK + "error", text, count=1)
+        text = text.translate(_QUOTES)
+        localized = _LOCAL_RE.sub(_local_sub, text)
+        # a localized severity word, or letters beyond the quotes ("error" is also Spanish): not English
+        text = localized + LOCAL_MARK if localized != text or not localized.isascii() else localized
     elif "ehler" in text or "rreur" in text or "rrore" in text:
         # ASCII-only localized lines (MSVC: "Fehler C2065: ...")
-        text = _LOCAL_RE.sub(_local_sub, text)
+        localized = _LOCAL_RE.sub(_local_sub, text)
+        if localized != text:
+            text = localized + LOCAL_MARK
     if "`" in text:
         text = text.replace("`", "'")
     if "%]" in text:
@@ -564,6 +564,14 @@ _NEW_MESSAGE_RE = re.compile(
 _MARKER_RE = re.compile(r"\b(?:error|warning|fatal|note)\b[ \t]*:|[a-z](?:Error|Exception|Warning):")
 
 # --------------------------------------------------------------------------------------------- classifier
+
+
+def _starts_before(m: re.Match[str], seam: int) -> bool:
+    """Whether a reading of a joined line begins before `seam`: the match itself (one that does not merely start
+    with a look-ahead at column 0), or its key (the name it is about)."""
+    if 0 < m.start() < seam:
+        return True
+    return any(m.start(g) < seam for g, v in m.groupdict().items() if v is not None and g.startswith("key"))
 
 
 class Classifier:
@@ -978,6 +986,11 @@ class Classifier:
         if m:
             self._record(blk.rule, m, blk.lineno, joined, blk.before, after=context_after)
 
+    def _own_message(self, text: str) -> bool:
+        """Whether a line reads as a message of its own (a specific rule, or an exception such as a warning)."""
+        hit = self.match(text)
+        return hit is not None and not hit[0].generic
+
     def _finish_pending(self, next_text: str | None, next_raw: bytes = b"") -> bool:
         """Resolve a waiting finding; True if `next_text` was consumed as its wrapped continuation.
 
@@ -992,10 +1005,14 @@ class Classifier:
         if (next_text and (p.text[-1:].isalnum() or p.text[-1:] in "_-/.")
                 and next_raw[:1] not in (b" ", b"\t") and not _NEW_MESSAGE_RE.match(next_text)
                 and not _PY_EXC_RE.match(next_text) and not _MARKER_RE.search(next_text)):
+            # a next line that reads as a message of its own continues this one only where the joined reading
+            # starts in this line (an identifier cut in two), not where it is all the next line's
+            own = self._own_message(next_text)
             for joined in (p.text + next_text, f"{p.text} {next_text}"):
                 hit = self.match(joined)
                 if (hit is not None and not hit[0].generic and not hit[0].exception
-                        and (p.rule.generic or hit[0].priority < p.rule.priority)):
+                        and (p.rule.generic or hit[0].priority < p.rule.priority)
+                        and not (own and not _starts_before(hit[1], len(p.text)))):
                     self._record(hit[0], hit[1], p.lineno, joined, p.before)
                     return True
         self._record(p.rule, p.match, p.lineno, p.text, p.before)

@@ -141,8 +141,7 @@ def apply_step(wt: WorkTree, recipe: Recipe, planned: PlannedStep, ctx: steps.St
             wt.git.run("reset", "--quiet", "--hard", "HEAD")
             wt.git.run("clean", "--quiet", "-fd")
             raise
-        wt.git.stage_paths(outcome.touched)
-        wt.git.commit(_commit_message(recipe, planned, ctx.params, outcome.messages))
+        wt.git.commit_paths(outcome.touched, _commit_message(recipe, planned, ctx.params, outcome.messages))
     return outcome
 
 

@@ -257,10 +257,9 @@ def prepare_sdist(recipe: Recipe, dest: Path, offline: bool) -> Prepared:
             raise SourceError(f"cannot unpack {archive}: {exc}") from None
     tree = Git(dest)
     tree.run("init", "--quiet", "-b", "lgpatch")
-    tree.run("add", "--all", "--force", ".")
     src = recipe.source
     label = sdist_label(src)
-    baseline = tree.commit(
+    baseline = tree.commit_all(
         f"lgpatch: pristine {label}\n\nLgpatch-Baseline: sdist sha256:{src['sha256']}\n"
     )
     return Prepared(baseline, None, (), f"sdist {label} sha256:{src['sha256']}")

@@ -56,12 +56,18 @@ class Ledger:
     foreign: tuple[str, ...]  # commits after the baseline not made by lgpatch (the user's own)
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, text: str, durable: bool = True) -> None:
+    """Write via rename, so a killed process leaves the old or the new file, never half of one.
+
+    fsync only where a power loss matters (the state file); the journal guards against killed processes, for which
+    the rename alone is enough, and it is written twice per step.
+    """
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -174,7 +180,7 @@ class WorkTree:
     def journal(self, op: str, **info: Any) -> Iterator[None]:
         """Record an operation before it touches the tree; remove the record only when it completed."""
         entry = {"op": op, "head": self.git.head(), "pid": os.getpid(), "time": time.time(), **info}
-        _atomic_write(self.journal_path, json.dumps(entry))
+        _atomic_write(self.journal_path, json.dumps(entry), durable=False)
         yield
         self.journal_path.unlink(missing_ok=True)
 

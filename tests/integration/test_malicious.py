@@ -73,6 +73,10 @@ class World:
         write_recipe(self.recipes, f"name: evil\ndescription: malicious steps\nsource:\n  {source}\nsteps:\n{steps}",
                      "evil.yaml")
 
+    def sdist_recipe(self, url: str, archive: bytes) -> None:
+        self.recipe("  - id: noop\n    regex: {files: ['*.py'], pattern: never, replace: x, on_missing: ignore}\n",
+                    source=f"sdist: {{url: '{url}', sha256: {hashlib.sha256(archive).hexdigest()}}}")
+
     def patch_recipe(self, patch: str) -> None:
         self.recipes.mkdir(parents=True, exist_ok=True)
         (self.recipes / "evil.patch").write_text(patch)
@@ -125,8 +129,8 @@ def patch_cases(outside: Path) -> dict[str, str]:
         "symlink-file": "--- a/inc/evil.h\n+++ b/inc/evil.h\n@@ -1,2 +1,2 @@\n #pragma once\n"
                         "-class CAFFE2_API Outside {};\n+class TORCH_API Outside {};\n",
         "symlink-delete": "--- a/escape_rel/sentinel.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-do not touch\n",
-        "symlink-replace": "--- a/escape_rel\n+++ b/escape_rel\n@@ -1 +1 @@\n-../outside\n\\ No newline at end of file\n"
-                           "+../outside/sentinel.txt\n\\ No newline at end of file\n",
+        "symlink-replace": "--- a/escape_rel\n+++ b/escape_rel\n@@ -1 +1 @@\n-../outside\n"
+                           "\\ No newline at end of file\n+../outside/sentinel.txt\n\\ No newline at end of file\n",
         # The first file section is harmless: the escape in the second must still stop the whole patch.
         "second-file": "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-fixture tree\n+changed\n"
                        + new_file("b/escape_rel/planted.txt"),
@@ -289,8 +293,7 @@ def test_malicious_sdist_from_the_cache_is_refused(lgpatch, world: World, case: 
     f.write_bytes(data)
     assert lgpatch("--recipe-path", world.recipes, "cache", "add", "--any", f).code == 0
     world.top = sorted(p.name for p in world.tmp.iterdir())
-    world.recipe("  - id: noop\n    regex: {files: ['*.py'], pattern: never, replace: x, on_missing: ignore}\n",
-                 source=f"sdist: {{url: 'http://127.0.0.1:9/evil-1.0.tar.gz', sha256: {hashlib.sha256(data).hexdigest()}}}")
+    world.sdist_recipe("http://127.0.0.1:9/evil-1.0.tar.gz", data)
     r = lgpatch("--recipe-path", world.recipes, "apply", "evil", "--workdir", world.wt)
     assert r.code == ExitCode.UNSAFE, r.err
     assert_refusal_message(r.err)
@@ -313,8 +316,7 @@ def test_malicious_sdist_over_http_is_refused(lgpatch, world: World) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/evil-1.0.tar.gz"
-        world.recipe("  - id: noop\n    regex: {files: ['*.py'], pattern: never, replace: x, on_missing: ignore}\n",
-                     source=f"sdist: {{url: '{url}', sha256: {hashlib.sha256(data).hexdigest()}}}")
+        world.sdist_recipe(url, data)
         r = lgpatch("--recipe-path", world.recipes, "apply", "evil", "--workdir", world.wt)
     finally:
         server.shutdown()
@@ -330,8 +332,7 @@ def test_good_sdist_unpacks(lgpatch, world: World) -> None:
     f.parent.mkdir()
     f.write_bytes(data)
     assert lgpatch("--recipe-path", world.recipes, "cache", "add", "--any", f).code == 0
-    world.recipe("  - id: noop\n    regex: {files: ['*.py'], pattern: never, replace: x, on_missing: ignore}\n",
-                 source=f"sdist: {{url: 'http://127.0.0.1:9/evil-1.0.tar.gz', sha256: {hashlib.sha256(data).hexdigest()}}}")
+    world.sdist_recipe("http://127.0.0.1:9/evil-1.0.tar.gz", data)
     r = lgpatch("--recipe-path", world.recipes, "apply", "evil", "--workdir", world.wt)
     assert r.code == 0, r.err
     assert (world.wt / "setup.py").read_text() == "print('hi')\n"

@@ -217,9 +217,9 @@ def test_ci_prefixes(prefix: str) -> None:
 
 def test_quotes_and_localized_severity_are_normalized() -> None:
     assert normalize("a.cpp:1:2: Fehler: »x« wurde nicht deklariert") == (
-        "a.cpp:1:2: \u200berror: 'x' wurde nicht deklariert"
+        "a.cpp:1:2: error: 'x' wurde nicht deklariert\u200b"
     )
-    assert normalize("a.cpp:1:2: erreur: « x » n'a pas été déclaré").startswith("a.cpp:1:2: \u200berror: 'x'")
+    assert normalize("a.cpp:1:2: erreur: « x » n'a pas été déclaré").startswith("a.cpp:1:2: error: 'x'")
     assert normalize("a.cpp:1:2: error: ‘x’ was not declared") == "a.cpp:1:2: error: 'x' was not declared"
     assert normalize("ld: undefined reference to `foo'") == "ld: undefined reference to 'foo'"
     assert normalize("\x1b[01;31m\x1b[Kerror: \x1b[m\x1b[Kboom") == "error: boom"
@@ -315,3 +315,24 @@ def test_on_finding_callback_sees_new_and_repeated() -> None:
 
 def test_rules_load_once_and_are_shared() -> None:
     assert load_rules() is load_rules()
+
+
+def test_long_line_does_not_swallow_next_message() -> None:
+    # a long line that ends in a word may be wrapped, but a next line that is a message of its own stays one
+    findings = classify_lines([
+        'caffe/include/caffe/vision_layers.hpp(310): error: identifier "cudnnConvolutionBwdFilterAlgo_t" is undefined',
+        "conv.cudafe1.cpp:(.text+0x270): undefined reference to `cudnnGetConvolutionForwardAlgorithm'",
+        'Error (active)\tE0020\tidentifier "cusparseCcsrsv2_bufferSize" is undefined\tJCusparse\tC:\\J.cpp\t4994',
+        "cusparseScsrmm2 is deprecated in CUDA 11",
+    ])
+    assert [(f.log_line, f.category) for f in findings] == [
+        (1, "removed-cudnn-api"), (2, "removed-cudnn-api"), (3, "removed-cusparse-api"), (4, "removed-cusparse-api"),
+    ]
+
+
+def test_curly_quotes_keep_their_spaces() -> None:
+    # gcc's ‘x’ is not a member of ‘std’ must not become 'x'is not a member of'std'
+    (f,) = classify_lines(["utils.cpp:372:15: error: ‘numeric_limits’ is not a member of ‘std’"])
+    assert f.category == "missing-std-include"
+    (f,) = classify_lines(["a.c:1:2: erreur: « foo » non déclaré (première utilisation dans cette fonction)"])
+    assert f.message == "a.c:1:2: error: 'foo' non déclaré (première utilisation dans cette fonction)"

@@ -232,7 +232,7 @@ def test_skipped_step_says_why(nested) -> None:
 
 
 def test_unquoted_yaml_version_keeps_its_trailing_zero(nested) -> None:
-    # BUG (yamlio): YAML reads `python: 3.10` as the float 3.1, so the step meant for Python 3.10 is silently
-    # skipped for 3.10 (and would run for 3.1). Versions written without quotes must keep the text as written.
+    # YAML reads `python: 3.10` as the float 3.1: the step meant for Python 3.10 would be silently skipped for 3.10
+    # (and run for 3.1). Versions written without quotes must keep the text as written (yamlio keeps float text).
     assert "recipe/py310" in _selected(nested, python="3.10")
     assert "recipe/py310" not in _selected(nested, python="3.1")

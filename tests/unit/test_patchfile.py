@@ -137,7 +137,7 @@ def test_offset_and_fuzz_together(tmp_path: Path) -> None:
 def test_fuzz_beyond_the_limit_fails(tmp_path: Path) -> None:
     content = NUMBERED.replace("L5\n", "x\n").replace("L6\n", "y\n").replace("L7\n", "z\n")
     write_files(tmp_path, {"f.c": content})
-    with pytest.raises(PatchError, match="hunk #1 of widen.patch does not apply to f.c"):
+    with pytest.raises(PatchError, match=r"hunk #1 of widen\.patch does not apply to f\.c"):
         compute(tmp_path, HUNK_AT_8, ORIGIN)
     # max_fuzz=0 turns a fuzz-1 match into a failure too.
     write_files(tmp_path, {"f.c": NUMBERED.replace("L5\n", "x\n")})
@@ -185,7 +185,7 @@ WIDEN_WRONG = """\
 +++ b/caffe2/utils/GpuDefs.cuh
 @@ -4,6 +4,7 @@ namespace caffe2 {
  namespace caffe2 {
- 
+\x20
 -#if __CUDA_ARCH__ <= 700
 +// The warp size is 32 on every NVIDIA architecture.
 +#if __CUDA_ARCH__ <= 1290
@@ -238,7 +238,7 @@ def test_several_files_one_failing_writes_nothing(tmp_path: Path) -> None:
         "--- a/c.c\n+++ b/c.c\n@@ -1,2 +1,2 @@\n-L1\n+ONE\n L2\n"
     )
     before = snapshot(tmp_path)
-    with pytest.raises(PatchError, match="does not apply to b.c"):
+    with pytest.raises(PatchError, match=r"does not apply to b\.c"):
         compute(tmp_path, patch, ORIGIN)
     assert snapshot(tmp_path) == before  # no file changed, none created, no temporary files left
 
@@ -320,7 +320,7 @@ def test_rename_onto_an_existing_file_is_refused(tmp_path: Path) -> None:
     # git apply refuses this ("already exists in working directory"); silently overwriting b.h would lose it.
     write_files(tmp_path, {"a.h": "same\n", "b.h": "precious\n"})
     patch = "diff --git a/a.h b/b.h\nsimilarity index 100%\nrename from a.h\nrename to b.h\n"
-    with pytest.raises(PatchError, match="b.h"):
+    with pytest.raises(PatchError, match=r"b\.h"):
         compute(tmp_path, patch, ORIGIN)
 
 
@@ -358,7 +358,7 @@ def test_crlf_file_with_crlf_patch(tmp_path: Path) -> None:
 
 def test_lf_patch_on_crlf_file_fails_cleanly(tmp_path: Path) -> None:
     write_files(tmp_path, {"w.c": b"one\r\ntwo\r\nthree\r\n"})
-    with pytest.raises(PatchError, match="does not apply to w.c"):
+    with pytest.raises(PatchError, match=r"does not apply to w\.c"):
         compute(tmp_path, "--- a/w.c\n+++ b/w.c\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n", ORIGIN)
     assert (tmp_path / "w.c").read_bytes() == b"one\r\ntwo\r\nthree\r\n"
 

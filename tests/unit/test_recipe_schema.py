@@ -295,7 +295,8 @@ def test_patchset_step_errors(tree: Path) -> None:
     assert message.startswith(f"{PS}:7: steps[0].patch: '../widen.patch' must not contain '..'"), message
     message = patchset_error(tree, "    patch: widen.patch", "    patch: /etc/passwd")
     assert message.startswith(f"{PS}:7: steps[0].patch: '/etc/passwd' must be a relative path"), message
-    message = patchset_error(tree, "  - id: widen\n", "  - id: widen\n    regex: {files: [a], pattern: b, replace: c}\n")
+    two_kinds = "  - id: widen\n    regex: {files: [a], pattern: b, replace: c}\n"
+    message = patchset_error(tree, "  - id: widen\n", two_kinds)
     assert message.startswith(f"{PS}:5: steps[0]: has more than one of: patch, regex"), message
     message = patchset_error(tree, "  - id: widen\n", "  - id: widen\n    desription: x\n")
     assert message.startswith(f"{PS}:6: steps[0].desription: unknown key (did you mean 'description'?)"), message
