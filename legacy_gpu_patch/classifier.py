@@ -54,7 +54,7 @@ __all__ = [
 MATCH_WINDOW = 2048  # bytes of a long line looked at, around its first trigger
 CONTEXT_CHARS = 300  # a context line is cut to this many characters in reports
 MESSAGE_CHARS = 500
-FULL_SCAN_BYTES = 8 << 20  # the first bytes of a log are searched with every trigger
+FULL_SCAN_BYTES = 2 << 20  # the first bytes of a log are searched with every trigger
 RECENT_BYTES = 2 << 20  # chunks kept for a search with the extended triggers when a failure shows
 WRAP_MIN = 72  # a line this long may continue on the next one (consoles and CI viewers wrap at 80-200 columns)
 
@@ -534,6 +534,8 @@ class _Recent:
     base: int  # lines before it
     processed: set[int]  # line starts already looked at
     extended: bool  # already searched with the extended triggers
+    start: int = 0  # the chunk is block[start:end] (the data read, scanned in place)
+    end: int = -1
 
 
 @dataclass
@@ -564,6 +566,36 @@ _NEW_MESSAGE_RE = re.compile(
 _MARKER_RE = re.compile(r"\b(?:error|warning|fatal|note)\b[ \t]*:|[a-z](?:Error|Exception|Warning):")
 
 # --------------------------------------------------------------------------------------------- classifier
+
+
+# Lead exceptions that can be tested on the raw bytes of a plain line (no colours, no \r, no CI prefix): the
+# compiler command echoes, include chains, progress, CMake status and test lines that make up most trigger-holding
+# lines of a build log. A raw match means normalize() leaves the head as it is and the same exception reads it.
+_RAW_SKIP_IDS = ("command-echo", "include-chain", "progress-line", "cmake-status", "test-result-line")
+_RAW_PROGRESS = rb"(?:\[[ \t]*\d{1,3}%\][ \t]+|\[\d+/\d+\][ \t]+)?"
+
+
+def _raw_skip_regex(lead: Sequence[Rule]) -> re.Pattern[bytes] | None:
+    """One bytes regex for the raw fast path, or None where the rules do not allow it.
+
+    Only exceptions preceded by exceptions alone qualify: whatever lead rule reads such a line first, it is not a
+    finding.
+    """
+    parts = []
+    for rule in lead:
+        if not rule.exception:
+            break
+        if rule.id not in _RAW_SKIP_IDS:
+            continue
+        src = rule.regex.pattern
+        if not src.startswith("^") or not src.isascii() or rule.regex.flags & re.IGNORECASE:
+            continue
+        body = src[1:].encode()
+        prefix = _RAW_PROGRESS if rule.id == "progress-line" else b""
+        parts.append(b"[ \t]*" + prefix + b"(?:" + body + b")")
+    if not parts:
+        return None
+    return re.compile(b"|".join(parts))
 
 
 def _starts_before(m: re.Match[str], seam: int) -> bool:
@@ -620,8 +652,10 @@ class Classifier:
         self._scanned = 0
         self._recent: deque[_Recent] = deque()
         self._recent_bytes = 0
+        self._block_start = 0  # where the chunk being scanned starts in its block
         self._consequence = False
         self.on_finding: Any = None  # callback(finding, new: bool) for live displays
+        self._raw_skip = _raw_skip_regex(self._rules[: self._lead])
 
     # ----------------------------------------------------------------------------------------- feeding
 
@@ -629,25 +663,37 @@ class Classifier:
         if not data:
             return
         self.bytes += len(data)
-        if self._partial:
-            data = self._partial + data
-            self._partial = b""
+        start = 0  # the data is scanned in place, from `start`: no copy of the chunk
         if self._skip_long:
             nl = data.find(b"\n")
             if nl < 0:
                 return
-            data = data[nl + 1 :]
+            start = nl + 1
             self._skip_long = False
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            self._scan(data if cut == len(data) else data[:cut])
-        rest = data[cut:] if cut < len(data) else b""
-        if len(rest) > self.max_line:
-            # an over-long line: classify its head now, drop the rest of it (bounded memory)
-            self._scan(rest[: self.max_line] + b"\n")
+        elif self._partial:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._partial += data
+                if len(self._partial) > self.max_line:
+                    # an over-long line: classify its head now, drop the rest of it (bounded memory)
+                    self._scan(self._partial[: self.max_line] + b"\n")
+                    self._partial = b""
+                    self._skip_long = True
+                return
+            self._scan(self._partial + data[: nl + 1])  # the line the last chunk left open
+            self._partial = b""
+            start = nl + 1
+        cut = data.rfind(b"\n", start) + 1
+        if cut > start:
+            self._scan(data, start, cut)
+        else:
+            cut = start
+        rest = len(data) - cut
+        if rest > self.max_line:
+            self._scan(data[cut : cut + self.max_line] + b"\n")
             self._skip_long = True
         elif rest:
-            self._partial = rest
+            self._partial = data[cut:]
 
     def feed_line(self, line: bytes | str) -> None:
         if isinstance(line, str):
@@ -693,24 +739,27 @@ class Classifier:
         return needles
 
     @staticmethod
-    def _candidates(block: bytes, needles: Iterable[bytes]) -> dict[int, int]:
-        """Line start → position of the first trigger in that line, for every line holding a trigger."""
+    def _candidates(block: bytes, needles: Iterable[bytes], start: int = 0, end: int = -1) -> dict[int, int]:
+        """Line start → position of the first trigger in that line, for every line of block[start:end] (whole
+        lines) holding a trigger."""
+        if end < 0:
+            end = len(block)
         find = block.find
         rfind = block.rfind
         cands: dict[int, int] = {}
         for needle in needles:
-            p = find(needle)
+            p = find(needle, start, end)
             while p >= 0:
-                s = rfind(b"\n", 0, p) + 1
+                s = rfind(b"\n", start, p) + 1 or start
                 if s not in cands or cands[s] > p:
                     cands[s] = p
-                p = find(b"\n", p)
+                p = find(b"\n", p, end)
                 if p < 0:
                     break
-                p = find(needle, p)
+                p = find(needle, p, end)
         return cands
 
-    def _scan(self, block: bytes) -> None:
+    def _scan(self, block: bytes, start: int = 0, end: int = -1) -> None:
         """Classify a run of complete lines (it ends with b"\\n").
 
         The core triggers are searched everywhere. The extended ones (phrases of errors that carry no "error":
@@ -721,15 +770,18 @@ class Classifier:
         passes over a gigabyte log to the few core ones.
         """
         find = block.find
+        if end < 0:
+            end = len(block)
         extended = self._scanned < self.full_scan
-        self._scanned += len(block)
-        cands = self._candidates(block, self._needles(block, extended))
+        self._scanned += end - start
+        self._block_start = start
+        cands = self._candidates(block, self._needles(block, extended), start, end)
         processed: set[int] = set()
         base = self.lines
-        size = len(block)
-        counted_pos = 0
+        size = end
+        counted_pos = start
         counted = 0
-        pos = 0  # first byte not yet looked at
+        pos = start  # first byte not yet looked at
         starts = sorted(cands) if cands else []
         i = 0
         n_starts = len(starts)
@@ -752,21 +804,22 @@ class Classifier:
             if self._line(lineno, block, s, e, hit):
                 processed.add(s)
             pos = e + 1
-        self.lines = base + counted + block.count(b"\n", counted_pos)
+        self.lines = base + counted + block.count(b"\n", counted_pos, end)
         # keep the last lines for the before-context of the next chunk's first lines
         k = self._carry.maxlen or 1
         tail: list[bytes] = []
-        end = size - 1
-        while len(tail) < k and end > 0:
-            start = block.rfind(b"\n", 0, end) + 1
-            tail.append(block[start:end])
-            end = start - 1
+        stop = end - 1
+        while len(tail) < k and stop > start:
+            first = block.rfind(b"\n", start, stop) + 1 or start
+            tail.append(block[first:stop])
+            stop = first - 1
         for line in reversed(tail):
             self._carry.append(line)
-        self._recent.append(_Recent(block, base, processed, extended))
-        self._recent_bytes += size
+        self._recent.append(_Recent(block, base, processed, extended, start, end))
+        self._recent_bytes += end - start
         while self._recent_bytes > RECENT_BYTES and len(self._recent) > 1:
-            self._recent_bytes -= len(self._recent.popleft().block)
+            old = self._recent.popleft()
+            self._recent_bytes -= old.end - old.start
         if self._consequence:
             self._consequence = False
             self._rescan()
@@ -780,13 +833,13 @@ class Classifier:
                 continue
             rec.extended = True
             block = rec.block
-            cands = self._candidates(block, self._extended)
+            cands = self._candidates(block, self._extended, rec.start, rec.end)
             for s in sorted(cands):
                 if s in rec.processed:
                     continue
                 rec.processed.add(s)
                 e = block.find(b"\n", s)
-                lineno = rec.base + block.count(b"\n", 0, s) + 1
+                lineno = rec.base + block.count(b"\n", rec.start, s) + 1
                 raw = block[s:e]
                 if len(raw) > MATCH_WINDOW:
                     lo = max(0, cands[s] - s - MATCH_WINDOW // 4)
@@ -795,26 +848,28 @@ class Classifier:
                 hit = self.match(text) if text else None
                 if hit is None or hit[0].exception or hit[0].block is not None:
                     continue
-                before = self._before_in(block, s, self.context_before)
-                after = self._after_in(block, e, self.context_after)
+                before = self._before_in(block, s, self.context_before, rec.start)
+                after = self._after_in(block, e, self.context_after, rec.end)
                 self._record(hit[0], hit[1], lineno, text, before, after=after)
 
     @staticmethod
-    def _before_in(block: bytes, s: int, n: int) -> list[str]:
+    def _before_in(block: bytes, s: int, n: int, lo: int = 0) -> list[str]:
         out: list[bytes] = []
         end = s - 1
-        while len(out) < n and end >= 0:
-            start = block.rfind(b"\n", 0, end) + 1
+        while len(out) < n and end >= lo:
+            start = block.rfind(b"\n", lo, end) + 1 or lo
             out.append(block[start:end])
             end = start - 1
         return [_context_text(b) for b in reversed(out)]
 
     @staticmethod
-    def _after_in(block: bytes, e: int, n: int) -> list[str]:
+    def _after_in(block: bytes, e: int, n: int, hi: int = -1) -> list[str]:
         out = []
         pos = e + 1
-        while len(out) < n and pos < len(block):
-            nxt = block.find(b"\n", pos)
+        if hi < 0:
+            hi = len(block)
+        while len(out) < n and pos < hi:
+            nxt = block.find(b"\n", pos, hi)
             if nxt < 0:
                 break
             out.append(_context_text(block[pos:nxt]))
@@ -823,9 +878,10 @@ class Classifier:
 
     def _before(self, block: bytes, s: int, n: int) -> list[str]:
         out: list[bytes] = []
+        lo = self._block_start
         end = s - 1
-        while len(out) < n and end >= 0:
-            start = block.rfind(b"\n", 0, end) + 1
+        while len(out) < n and end >= lo:
+            start = block.rfind(b"\n", lo, end) + 1 or lo
             out.append(block[start:end])
             end = start - 1
         if len(out) < n:
@@ -859,6 +915,11 @@ class Classifier:
                     return True
         if hit < 0:
             return False
+        skip = self._raw_skip
+        if (skip is not None and b"\x1b" not in raw and b"\r" not in raw
+                and b".o/" not in raw and b".obj" not in raw and b".o\\" not in raw  # glued progress messages
+                and skip.match(raw, 0, MATCH_WINDOW)):
+            return True  # a command echo, include chain or progress line (see _raw_skip_regex)
         if len(raw) > MATCH_WINDOW:
             # A long line: the anchored lead rules (command echoes) read its head, the others a window around
             # its first trigger; memory and time per line stay bounded whatever the line's length.

@@ -30,6 +30,7 @@ from legacy_gpu_patch.verify_config import probe_setup_key
 
 CUDA_INCLUDE_ENV = "LGPATCH_CUDA_INCLUDE"  # extra include folders (os.pathsep-separated) for toolkit libraries
 COMPILE_TIMEOUT_S = 900
+MAX_OUTPUT_CHARS = 1 << 20  # compiler output kept per compile (errors of 40 TUs fit easily)
 SETUP_TIMEOUT_S = 600
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".hh", ".inl")
 _ERROR_RE = re.compile(r"(\berror\b|\bfatal\b)", re.IGNORECASE)
@@ -162,12 +163,13 @@ class Compiled:
     ok: bool
     returncode: int
     argv: tuple[str, ...]
-    output: str  # compiler output, trimmed to its head
+    output: str  # the whole compiler output (bounded), searched for `expect_error`
     first_error: str | None
 
     def as_dict(self) -> dict[str, Any]:
+        head = "\n".join(self.output.splitlines()[:40])
         return {"ok": self.ok, "returncode": self.returncode, "argv": list(self.argv),
-                "first_error": self.first_error, "output_head": self.output}
+                "first_error": self.first_error, "output_head": head}
 
 
 @dataclass(frozen=True)
@@ -314,8 +316,10 @@ class ProbeTree:
         except subprocess.TimeoutExpired:
             output, rc = f"compiler ran past {COMPILE_TIMEOUT_S}s", 124
         first = next((ln.strip() for ln in output.splitlines() if _ERROR_RE.search(ln)), None)
-        head = "\n".join(output.splitlines()[:40])
-        return Compiled(rc == 0, rc, tuple(argv), head if rc else "", None if rc == 0 else first)
+        # Keep the whole output for matching: with a newer host compiler the expected error can come after
+        # unrelated ones (GCC 13's missing <cstdint> errors come first in the pristine 1.5.0 tree).
+        kept = output[:MAX_OUTPUT_CHARS] if rc else ""
+        return Compiled(rc == 0, rc, tuple(argv), kept, None if rc == 0 else first)
 
 
 # ----------------------------------------------------------------------------------------- pristine checkout

@@ -336,3 +336,38 @@ def test_curly_quotes_keep_their_spaces() -> None:
     assert f.category == "missing-std-include"
     (f,) = classify_lines(["a.c:1:2: erreur: « foo » non déclaré (première utilisation dans cette fonction)"])
     assert f.message == "a.c:1:2: error: 'foo' non déclaré (première utilisation dans cette fonction)"
+
+
+def test_raw_fast_path_only_drops_what_the_exceptions_drop() -> None:
+    # the bytes regex that drops command echoes, include chains, progress/status/test lines unread must agree with
+    # the rules: every line it drops is one that normalize() + the lead exceptions would drop too
+    c = Classifier()
+    skip = c._raw_skip
+    assert skip is not None
+    lines = [
+        "/usr/bin/c++ -DUSE_CUDA -Werror=return-type -c /src/c10/util/ErrorHandling.cpp -o e.o",
+        "In file included from /src/c10/util/ErrorHandling.h:3,",
+        "                 from /src/c10/util/Exception.cpp:1:",
+        "[ 45%] Building CXX object c10/CMakeFiles/c10.dir/util/ErrorHandling.cpp.o",
+        "[12/345] Building CUDA object caffe2/CMakeFiles/torch_cuda.dir/Error.cu.o",
+        "-- Looking for strerror_r - not found",
+        "tests/test_errors.py::test_error PASSED",
+        # not dropped: glued diagnostics, CMake's failure summary, prefixed lines
+        "[ 45%] Building CXX object x.o/src/a.cpp:1:2: error: 'foo' was not declared in this scope",
+        "-- Configuring incomplete, errors occurred!",
+        "2024-01-15T10:23:45.1234567Z /usr/bin/c++ -Werror -c a.cpp",
+    ]
+    for path in FIXTURES.rglob("*.log"):
+        lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    dropped = 0
+    for line in lines:
+        raw = line.encode("utf-8", "replace")
+        if (b"\x1b" in raw or b"\r" in raw or b".o/" in raw or b".obj" in raw or b".o\\" in raw
+                or not skip.match(raw)):
+            continue
+        dropped += 1
+        hit = c.match(normalize(line))
+        assert hit is not None and hit[0].exception, line
+    assert dropped >= 7
+    # the glued diagnostic and CMake's summary are findings; the prefixed command echo is not
+    assert [f.log_line for f in classify_lines(lines[7:10])] == [1, 2]
