@@ -46,14 +46,10 @@ _DOTTED_RE = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+ptx)?$", re.I)
 _CMAKE_RE = re.compile(r"^(\d{2,3})([af]?)(-real|-virtual)?$", re.I)
 
 
-@dataclass(frozen=True, order=True)
-class Arch:
-    """One target: compute capability `number` (86 for 8.6, 100 for 10.0), what to embed for it."""
+class CapabilityNumber:
+    """Major/minor/"X.Y" of a compute capability held as a number (86 → 8, 6, "8.6"); shared with cuda_knowledge."""
 
     number: int
-    suffix: str = ""  # "" | "a" (arch-specific) | "f" (family-specific, CUDA 12.9+)
-    sass: bool = True  # embed a cubin for sm_<number>
-    ptx: bool = False  # embed PTX for compute_<number>
 
     @property
     def major(self) -> int:
@@ -67,6 +63,16 @@ class Arch:
     def cc(self) -> str:
         """Compute capability as NVIDIA writes it: "8.6", "10.0"."""
         return f"{self.major}.{self.minor}"
+
+
+@dataclass(frozen=True, order=True)
+class Arch(CapabilityNumber):
+    """One target: compute capability `number` (86 for 8.6, 100 for 10.0), what to embed for it."""
+
+    number: int
+    suffix: str = ""  # "" | "a" (arch-specific) | "f" (family-specific, CUDA 12.9+)
+    sass: bool = True  # embed a cubin for sm_<number>
+    ptx: bool = False  # embed PTX for compute_<number>
 
     @property
     def sm(self) -> str:

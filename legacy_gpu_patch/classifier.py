@@ -55,6 +55,7 @@ MATCH_WINDOW = 2048  # bytes of a long line looked at, around its first trigger
 CONTEXT_CHARS = 300  # a context line is cut to this many characters in reports
 MESSAGE_CHARS = 500
 FULL_SCAN_BYTES = 2 << 20  # the first bytes of a log are searched with every trigger
+SMALL_CHUNK = 256 << 10  # below this a chunk is joined to the open line of the last one (one scan, not two)
 RECENT_BYTES = 2 << 20  # chunks kept for a search with the extended triggers when a failure shows
 WRAP_MIN = 72  # a line this long may continue on the next one (consoles and CI viewers wrap at 80-200 columns)
 
@@ -575,6 +576,44 @@ _RAW_SKIP_IDS = ("command-echo", "include-chain", "progress-line", "cmake-status
 _RAW_PROGRESS = rb"(?:\[[ \t]*\d{1,3}%\][ \t]+|\[\d+/\d+\][ \t]+)?"
 
 
+def _lead_steps(lead: Sequence[Rule]) -> list[tuple[Rule, list[tuple[int, Rule]] | None]]:
+    """The lead rules in order, runs of two or more exceptions without prefilter merged into one regex.
+
+    A merged step is (a stand-in Rule holding the merged regex, [(group of each member, member)]); the others are
+    (rule, None). Each member's pattern is wrapped in a group of its own, numbered after the groups before it.
+    """
+    steps: list[tuple[Rule, list[tuple[int, Rule]] | None]] = []
+    run: list[Rule] = []
+
+    def close_run() -> None:
+        if len(run) < 2:
+            steps.extend((r, None) for r in run)
+        else:
+            parts, members, idx = [], [], 1
+            for r in run:
+                flags = "" if r.regex.flags & re.IGNORECASE == 0 else "(?i:"
+                body = r.regex.pattern
+                parts.append(f"({flags}{body}{')' if flags else ''})")
+                members.append((idx, r))
+                idx += 1 + r.regex.groups
+            try:
+                merged = re.compile("|".join(parts))
+            except re.error:  # duplicate group names across members: keep them apart
+                steps.extend((r, None) for r in run)
+            else:
+                steps.append((replace(run[0], regex=merged), members))
+        run.clear()
+
+    for rule in lead:
+        if rule.exception and not rule.prefilter:
+            run.append(rule)
+        else:
+            close_run()
+            steps.append((rule, None))
+    close_run()
+    return steps
+
+
 def _raw_skip_regex(lead: Sequence[Rule]) -> re.Pattern[bytes] | None:
     """One bytes regex for the raw fast path, or None where the rules do not allow it.
 
@@ -656,6 +695,7 @@ class Classifier:
         self._consequence = False
         self.on_finding: Any = None  # callback(finding, new: bool) for live displays
         self._raw_skip = _raw_skip_regex(self._rules[: self._lead])
+        self._lead_steps = _lead_steps(self._rules[: self._lead])
 
     # ----------------------------------------------------------------------------------------- feeding
 
@@ -680,9 +720,12 @@ class Classifier:
                     self._partial = b""
                     self._skip_long = True
                 return
-            self._scan(self._partial + data[: nl + 1])  # the line the last chunk left open
+            if len(data) <= SMALL_CHUNK:
+                data = self._partial + data  # a pipe's small chunk: one scan, the copy is cheap
+            else:
+                self._scan(self._partial + data[: nl + 1])  # the line the last chunk left open
+                start = nl + 1
             self._partial = b""
-            start = nl + 1
         cut = data.rfind(b"\n", start) + 1
         if cut > start:
             self._scan(data, start, cut)
@@ -725,7 +768,9 @@ class Classifier:
 
     # ----------------------------------------------------------------------------------------- scanning
 
-    def _needles(self, block: bytes, extended: bool) -> list[bytes]:
+    def _needles(self, block: bytes, extended: bool) -> Sequence[bytes]:
+        if not self._gated or block.isascii():
+            return self._core + self._extended if extended else self._core
         needles = list(self._core)
         leads: dict[bytes, bool] = {}
         for lead, needle in self._gated:
@@ -916,9 +961,9 @@ class Classifier:
         if hit < 0:
             return False
         skip = self._raw_skip
-        if (skip is not None and b"\x1b" not in raw and b"\r" not in raw
-                and b".o/" not in raw and b".obj" not in raw and b".o\\" not in raw  # glued progress messages
-                and skip.match(raw, 0, MATCH_WINDOW)):
+        if (skip is not None and skip.match(raw, 0, MATCH_WINDOW)
+                and b"\x1b" not in raw and b"\r" not in raw
+                and b".o/" not in raw and b".obj" not in raw and b".o\\" not in raw):  # glued progress messages
             return True  # a command echo, include chain or progress line (see _raw_skip_regex)
         if len(raw) > MATCH_WINDOW:
             # A long line: the anchored lead rules (command echoes) read its head, the others a window around
@@ -959,10 +1004,16 @@ class Classifier:
         return None
 
     def _lead_match(self, text: str) -> tuple[Rule, re.Match[str]] | None:
-        rules = self._rules
         low = None
-        for i in range(self._lead):
-            rule = rules[i]
+        for rule, group in self._lead_steps:
+            if group is not None:
+                # consecutive exceptions without prefilter, as one regex: which one matched does not matter
+                gm = rule.regex.search(text)
+                if gm:
+                    for idx, member in group:
+                        if gm.start(idx) >= 0:
+                            return member, gm
+                continue
             if rule.prefilter:
                 if low is None:
                     low = text.lower()

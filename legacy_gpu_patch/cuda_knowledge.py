@@ -28,6 +28,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from legacy_gpu_patch.archflags import CapabilityNumber
+
 # --------------------------------------------------------------------------------------------- sources
 
 RELNOTES = "https://docs.nvidia.com/cuda/archive/{v}/cuda-toolkit-release-notes/index.html"
@@ -87,7 +89,7 @@ def version_at_least(actual: str, minimum: str) -> bool:
 
 
 @dataclass(frozen=True)
-class GpuArch:
+class GpuArch(CapabilityNumber):
     """A compute capability: 86 means 8.6."""
 
     number: int
@@ -97,18 +99,6 @@ class GpuArch:
     source: str
     documented: bool = True  # False: nvcc knows the target but NVIDIA publishes no product (8.8)
     last_driver_branch: int | None = None  # the newest driver branch that still drives this family
-
-    @property
-    def major(self) -> int:
-        return self.number // 10
-
-    @property
-    def minor(self) -> int:
-        return self.number % 10
-
-    @property
-    def cc(self) -> str:
-        return f"{self.major}.{self.minor}"
 
     @property
     def sm(self) -> str:
