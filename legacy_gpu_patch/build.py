@@ -291,9 +291,38 @@ def base_env(options: BuildOptions, env: Mapping[str, str] | None = None) -> dic
         path = out.get("PATH", "")
         if bindir not in path.split(os.pathsep):
             out["PATH"] = bindir + (os.pathsep + path if path else "")
+    tools = tools_pythonpath(options)
+    if tools is not None:
+        out["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tools), out.get("PYTHONPATH")]))
     recipe_env = (options.recipe.build or {}).get("env", {})
     out.update(options.variables.render_env(recipe_env, out, "build.env"))
     return out
+
+
+def tools_pythonpath(options: BuildOptions) -> Path | None:
+    """A folder that makes `${python} -m legacy_gpu_patch.tools.X` work in another interpreter (--python).
+
+    Recipes run lgpatch's build helpers with the build's own Python. When that is not the interpreter running
+    lgpatch, only the package itself is linked in (never lgpatch's site-packages: its click or setuptools must not
+    leak into the build). The tools use the standard library alone.
+    """
+    if os.path.abspath(options.python) == os.path.abspath(sys.executable):
+        return None
+    return options.report_dir / "pythonpath"
+
+
+def _link_tools(options: BuildOptions) -> None:
+    folder = tools_pythonpath(options)
+    if folder is None:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    link = folder / "legacy_gpu_patch"
+    package = Path(__file__).resolve().parent
+    if link.is_symlink() and Path(os.readlink(link)) == package:
+        return
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(package, target_is_directory=True)
 
 
 def plan_commands(options: BuildOptions, env: Mapping[str, str] | None = None) -> list[PlannedCommand]:
@@ -355,6 +384,7 @@ def run_build(options: BuildOptions, display: Display | None = None, classifier:
     """Run the planned commands in order; stop at the first failure (unless optional). Always returns a report."""
     from legacy_gpu_patch.reports import write_reports
 
+    _link_tools(options)
     plan = plan_commands(options, env)
     classifier = classifier or Classifier()
     options.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -127,7 +127,8 @@ def explicit_jobs(n: int) -> JobsChoice:
 
 def python_paths(python: str) -> dict[str, str]:
     """purelib and version of an interpreter (this one without a subprocess)."""
-    if os.path.realpath(python) == os.path.realpath(sys.executable):
+    # abspath, not realpath: a venv's bin/python is a symlink to the base interpreter, whose purelib differs.
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
         import sysconfig
 
         return {"purelib": sysconfig.get_paths()["purelib"], "version": f"{sys.version_info[0]}.{sys.version_info[1]}"}

@@ -79,7 +79,10 @@ def cli(ctx: click.Context, debug: bool, recipe_path: tuple[str, ...]) -> None:
 def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv) or bool(os.environ.get("LGPATCH_DEBUG"))
     try:
-        cli.main(args=argv, prog_name="lgpatch", standalone_mode=False)
+        # standalone_mode=False returns what ctx.exit(code) asked for instead of exiting: pass it on.
+        rv = cli.main(args=argv, prog_name="lgpatch", standalone_mode=False)
+        if isinstance(rv, int) and rv:
+            sys.exit(rv)
     except LgpatchError as exc:
         if debug:
             traceback.print_exc()

@@ -52,13 +52,36 @@ def _strip(path: str, strip: int) -> str:
     return "/".join(parts[strip:]) if len(parts) > strip else parts[-1]
 
 
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _unquote_c(body: str) -> str:
+    """Undo git's C-style quoting: escapes and octal bytes become bytes; other characters stay as they are
+    (with core.quotepath=false git leaves UTF-8 unquoted inside the quotes)."""
+    out = bytearray()
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            octal = body[i + 1 : i + 4]
+            if len(octal) == 3 and all(ch in "01234567" for ch in octal) and int(octal, 8) < 256:
+                out.append(int(octal, 8))
+                i += 4
+                continue
+            if nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+                i += 2
+                continue
+        out += c.encode("utf-8", errors="surrogateescape")
+        i += 1
+    return out.decode("utf-8", errors="surrogateescape")
+
+
 def _clean_name(name: str) -> str:
-    name = name.split("\t")[0]  # GNU diff appends a tab and a timestamp
-    if len(name) >= 2 and name[0] == name[-1] == '"':
-        name = name[1:-1].encode("latin-1", errors="replace").decode("unicode_escape").encode("latin-1").decode(
-            "utf-8", errors="surrogateescape"
-        )
-    return name
+    if len(name) >= 2 and name[0] == '"' and name.rfind('"') > 0:
+        return _unquote_c(name[1 : name.rfind('"')])
+    return name.split("\t")[0]  # GNU diff appends a tab and a timestamp
 
 
 def _hunk_lines(hunk: unidiff.Hunk) -> tuple[list[str], list[str], int, int]:
@@ -221,6 +244,9 @@ def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int
             resolve_inside(root, rel, what)
         is_new = pf.is_added_file or src_rel is None
         is_rename = bool(getattr(pf, "is_rename", False)) or (src_rel and dst_rel and src_rel != dst_rel)
+        if (is_rename and dst_rel and src_rel != dst_rel and (root / dst_rel).exists()
+                and pending.get(dst_rel, "") is not None):
+            raise PatchError(f"{what}: renames {src_rel} onto {dst_rel}, which already exists in the tree")
         read_from = src_rel if (is_rename and src_rel) else path
         if is_new:
             if (root / path).exists() and path not in pending:

@@ -105,6 +105,7 @@ STEP_SCHEMA = Map(
     },
     one_of=STEP_KINDS,
     what="step mapping",
+    one_of_why="a step does one thing",
 )
 
 PATCHSET_SCHEMA = Map(
@@ -171,6 +172,7 @@ SOURCE_SCHEMA = Map(
     },
     one_of=("git", "sdist"),
     what="source mapping",
+    one_of_why="a recipe has one source",
 )
 
 RECIPE_SCHEMA = Map(
@@ -218,6 +220,8 @@ class Step:
     base_dir: Path
     source_file: str
     line: int
+    index: int = 0  # position in its patchset's (or the recipe's) steps list, for error paths
+    body_lines: tuple[tuple[str, int], ...] = ()  # line of each key of the step's body mapping
 
     @property
     def key(self) -> str:
@@ -232,6 +236,7 @@ class Patchset:
     when: dict[str, Any] | None
     steps: tuple[Step, ...]
     path: Path
+    when_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -267,7 +272,7 @@ class Recipe:
 
 
 def _steps_from(raw_steps: list[dict[str, Any]], lines: list[int], patchset: str, base_dir: Path,
-                source: str) -> list[Step]:
+                source: str, raw_items: list[Any] | None = None, first_index: int = 0) -> list[Step]:
     steps = []
     seen: dict[str, int] = {}
     for i, raw in enumerate(raw_steps):
@@ -278,6 +283,9 @@ def _steps_from(raw_steps: list[dict[str, Any]], lines: list[int], patchset: str
             )
         seen[raw["id"]] = i
         kind = next(k for k in STEP_KINDS if k in raw)
+        original = raw_items[i] if raw_items is not None and i < len(raw_items) else None
+        body = original.get(kind) if isinstance(original, LineDict) else None
+        body_lines = tuple(body.key_lines.items()) if isinstance(body, LineDict) else ()
         steps.append(
             Step(
                 id=raw["id"],
@@ -289,6 +297,8 @@ def _steps_from(raw_steps: list[dict[str, Any]], lines: list[int], patchset: str
                 base_dir=base_dir,
                 source_file=source,
                 line=line,
+                index=first_index + i,
+                body_lines=body_lines,
             )
         )
     return steps
@@ -310,7 +320,8 @@ def load_patchset(folder: Path) -> Patchset:
         raise Ctx(shown, "name", _key_line(raw, "name")).error(
             f"patchset name {data['name']!r} must equal its folder name {folder.name!r}"
         )
-    steps = _steps_from(data["steps"], _item_lines(raw, "steps"), data["name"], folder, shown)
+    steps = _steps_from(data["steps"], _item_lines(raw, "steps"), data["name"], folder, shown,
+                        list(raw.get("steps") or []))
     for i, step in enumerate(steps):
         if step.kind == "patch":
             target = folder / step.body
@@ -318,7 +329,8 @@ def load_patchset(folder: Path) -> Patchset:
                 raise Ctx(shown, f"steps[{i}].patch", step.line).error(
                     f"patch file {step.body!r} not found in {_display(folder)}"
                 )
-    return Patchset(data["name"], data["description"], data["mirrors"], data["when"], tuple(steps), folder)
+    return Patchset(data["name"], data["description"], data["mirrors"], data["when"], tuple(steps), folder,
+                    _key_line(raw, "when"))
 
 
 def _key_line(raw: Any, key: str) -> int:
@@ -397,6 +409,23 @@ def check_when(when: dict[str, Any] | None, params: dict[str, Param], ctx: Ctx) 
             raise ctx.child("when").child(name).error(problem)
 
 
+TEMPLATED = {"regex": "replace", "insert": "text"}  # the step fields where ${param} is substituted
+
+
+def check_templates(step: Step, params: dict[str, Param], ctx: Ctx) -> None:
+    """Every ${name} a step uses must be a parameter: caught when the recipe loads, not halfway through apply."""
+    field_name = TEMPLATED.get(step.kind)
+    if field_name is None:
+        return
+    for name in sorted(conditions.template_names(step.body[field_name])):
+        if name not in params:
+            line = dict(step.body_lines).get(field_name) or ctx.line
+            raise ctx.child(step.kind).child(field_name, line).error(
+                f"${{{name}}} is not a parameter{did_you_mean(name, params)}; this recipe has: "
+                f"{', '.join(params) or 'none'}"
+            )
+
+
 def _check_param(name: str, p: dict[str, Any], ctx: Ctx) -> Param:
     kind = p["type"]
     default = p["default"]
@@ -469,17 +498,22 @@ def load_recipe(path: Path, search: SearchPath) -> Recipe:
             if name in seen_keys:
                 raise ctx.error(f"patchset {name!r} is listed twice")
             seen_keys.add(name)
-            check_when(ps.when, params, Ctx(_display(folder / "patchset.yaml"), "", 0))
+            check_when(ps.when, params, Ctx(_display(folder / "patchset.yaml"), "", ps.when_line))
             for step in ps.steps:
-                check_when(step.when, params, Ctx(step.source_file, f"steps.{step.id}", step.line))
+                step_ctx = Ctx(step.source_file, f"steps[{step.index}]", step.line)
+                check_when(step.when, params, step_ctx)
+                check_templates(step, params, step_ctx)
             entries.append(RecipeEntry(ps, when, None))
         else:
             inline.append(item)
-            step = _steps_from([item], [ctx.line], "recipe", path.parent, shown)[0]
+            raw_steps = raw.get("steps") if isinstance(raw, dict) else None
+            raw_item = raw_steps[i] if isinstance(raw_steps, list) and i < len(raw_steps) else None
+            step = _steps_from([item], [ctx.line], "recipe", path.parent, shown, [raw_item], i)[0]
             if f"recipe/{step.id}" in seen_keys:
                 raise ctx.error(f"duplicate inline step id {step.id!r}")
             seen_keys.add(f"recipe/{step.id}")
             check_when(step.when, params, ctx)
+            check_templates(step, params, ctx)
             if step.kind == "patch" and not (path.parent / step.body).is_file():
                 raise ctx.child("patch").error(f"patch file {step.body!r} not found next to the recipe")
             entries.append(RecipeEntry(None, None, step))
@@ -490,7 +524,9 @@ def load_recipe(path: Path, search: SearchPath) -> Recipe:
     source_kind = "git" if "git" in data["source"] else "sdist"
     source = data["source"][source_kind]
     if source_kind == "sdist" and not source.get("url") and not (source.get("name") and source.get("version")):
-        raise root.child("source").child("sdist").error("needs either 'url' or both 'name' and 'version'")
+        raw_source = raw.get("source") if isinstance(raw, dict) else None
+        line = raw_source.key_lines.get("sdist") if isinstance(raw_source, LineDict) else None
+        raise root.child("source").child("sdist", line).error("needs either 'url' or both 'name' and 'version'")
     return Recipe(
         name=data["name"],
         aliases=tuple(data["aliases"]),

@@ -19,7 +19,8 @@ def check_relpath(rel: str, what: str) -> str:
         raise UnsafePathError(f"{what}: empty or NUL-containing path {rel!r}")
     if rel.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", rel):
         raise UnsafePathError(f"{what}: absolute path {rel!r} refused")
-    parts = re.split(r"[\\/]+", rel)
+    # Only "/" separates folders: on POSIX a backslash is an ordinary file-name character.
+    parts = rel.split("/")
     if any(p == ".." for p in parts):
         raise UnsafePathError(f"{what}: path {rel!r} contains '..'")
     parts = [p for p in parts if p not in ("", ".")]

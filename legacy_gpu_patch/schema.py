@@ -176,6 +176,7 @@ class Map(Validator):
     keys: dict[str, Key]
     one_of: Sequence[str] = ()  # exactly one of these keys must be present
     what: str = "mapping"
+    one_of_why: str = ""  # said when more than one is present, e.g. "a step does one thing"
 
     def validate(self, value: Any, ctx: Ctx) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -192,7 +193,8 @@ class Map(Validator):
                 here = Ctx(ctx.source, ctx.path, own_line)
                 if not present:
                     raise here.error(f"needs exactly one of: {', '.join(self.one_of)}")
-                raise here.error(f"has more than one of: {', '.join(present)} (a step does one thing)")
+                why = f" ({self.one_of_why})" if self.one_of_why else ""
+                raise here.error(f"has more than one of: {', '.join(present)}{why}")
         out: dict[str, Any] = {}
         for name, spec in self.keys.items():
             if name in value:

@@ -174,7 +174,8 @@ def test_cmake_block_is_one_finding_with_its_wrapped_text() -> None:
     assert [f.category for f in findings] == ["cmake-min-version", "other"]
     f = findings[0]
     assert f.log_line == 1 and f.file == "CMakeLists.txt" and f.line == 1
-    assert "cmake4-min-version" in f.patchsets
+    assert f.patchsets == ()  # fixed by a configure flag (in the fix text), not by a patchset
+    assert "CMAKE_POLICY_VERSION_MINIMUM" in f.fix
     assert "Compatibility with CMake < 3.5 has been removed from CMake." in f.message
 
 

@@ -380,5 +380,5 @@ def test_unknown_template_parameter_is_a_load_error(tree: Path) -> None:
     # BUG (recipe.load_recipe): `${cdua}` in a regex replacement is only found at apply time, after earlier steps
     # were already committed; `lgpatch show` calls the recipe valid. It should fail at load with a suggestion.
     message = recipe_error(tree, "      replace: TORCH_API", "      replace: TORCH_API_${cdua}")
-    assert message.startswith("recipes/demo.yaml:12: steps[1].regex.replace:"), message
+    assert message.startswith("recipes/demo.yaml:17: steps[1].regex.replace:"), message
     assert "(did you mean 'cuda'?)" in message
