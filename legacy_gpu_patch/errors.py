@@ -42,7 +42,9 @@ class LgpatchError(Exception):
         text = f"lgpatch: {self.title}: {self.message}"
         if self.hint:
             text += f"\n  hint: {self.hint}"
-        return text
+        # File names from patches and trees may hold undecodable bytes (kept as surrogates): show them escaped
+        # rather than fail to print the error.
+        return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
 
 
 class ConfigError(LgpatchError):

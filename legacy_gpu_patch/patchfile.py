@@ -159,7 +159,8 @@ class Origin:
 def parse(text: str, origin: Origin) -> unidiff.PatchSet:
     try:
         patch = unidiff.PatchSet(text)
-    except (unidiff.UnidiffParseError, ValueError, IndexError) as exc:
+    except (unidiff.UnidiffParseError, ValueError, IndexError, KeyError, AttributeError, TypeError) as exc:
+        # unidiff raises whatever its parser trips over on garbage; to the user it is one thing: not a diff.
         raise PatchError(
             f"{origin.patchset}/{origin.step}: {origin.patch_file} is not a valid unified diff: {exc}"
         ) from None
@@ -239,7 +240,8 @@ def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int
         src_rel = None if source == DEV_NULL else check_relpath(_strip(source, strip), what)
         dst_rel = None if target == DEV_NULL else check_relpath(_strip(target, strip), what)
         path = dst_rel or src_rel
-        assert path is not None
+        if path is None:
+            raise PatchError(f"{what}: a file section names no file (both sides are /dev/null)")
         for rel in {r for r in (src_rel, dst_rel) if r}:
             resolve_inside(root, rel, what)
         is_new = pf.is_added_file or src_rel is None

@@ -23,6 +23,7 @@ from legacy_gpu_patch.schema import (
     AnyOf,
     Bool,
     Ctx,
+    Int,
     Key,
     ListOf,
     Map,
@@ -58,7 +59,7 @@ STEP_BODIES: dict[str, Any] = {
         {
             "url": Key(Str(pattern=r"https?://\S+", what="an http(s) URL"), required=True),
             "sha256": Key(Str(pattern=SHA256, what="64 lowercase hex digits"), required=True),
-            "strip": Key(Scalar(), default=1),
+            "strip": Key(Int(minimum=0), default=1),
         },
         what="url-patch mapping",
     ),
@@ -70,7 +71,7 @@ STEP_BODIES: dict[str, Any] = {
             "replace": Key(Str(allow_numbers=True), required=True),
             "word": Key(Bool(), default=True),  # wrap the pattern in word boundaries
             "on_missing": Key(Str(choices=("error", "warn", "ignore")), default="error"),
-            "count": Key(Scalar(), default=None),  # expected number of replacements (a guard against drift)
+            "count": Key(Int(minimum=0), default=None),  # expected number of replacements (a guard against drift)
         },
         what="regex mapping",
     ),

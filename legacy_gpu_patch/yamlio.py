@@ -74,12 +74,21 @@ _Loader.add_constructor("tag:yaml.org,2002:seq", _Loader.construct_sequence)
 
 def loads(text: str, source_name: str = "<yaml>") -> Any:
     """Parse YAML text safely; any syntax problem becomes a ConfigError naming source and line."""
-    loader = _Loader(text)
-    loader.source_name = source_name
+    loader = None
     try:
+        # The reader rejects control characters in its constructor, so it belongs inside the try.
+        loader = _Loader(text)
+        loader.source_name = source_name
         return loader.get_single_data()
     except ConfigError:
         raise
+    except RecursionError:
+        raise ConfigError(f"{source_name}: YAML nested too deeply") from None
+    except (ValueError, IndexError, KeyError, AttributeError, TypeError) as exc:
+        # PyYAML's constructors raise plain Python errors on explicit tags with bad values (`!!int x`, `!!int`).
+        line = getattr(loader, "line", None) if loader is not None else None
+        where = f"{source_name}:{line + 1}" if isinstance(line, int) else source_name
+        raise ConfigError(f"{where}: invalid YAML value ({type(exc).__name__}: {exc})") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source_name}:{mark.line + 1}" if mark else source_name
@@ -88,7 +97,8 @@ def loads(text: str, source_name: str = "<yaml>") -> Any:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source_name}: YAML error: {exc}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_file(path: Path, display_name: str | None = None) -> Any:
