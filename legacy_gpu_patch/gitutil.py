@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +29,29 @@ _GIT_ENV = {
 _FIXED_DATE = "1970-01-01T00:00:00+0000"
 _CONFIG = ["-c", "core.autocrlf=false", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
            "-c", "core.quotepath=false", "-c", "advice.detachedHead=false", "-c", "gc.auto=0"]
+
+
+def _pdeathsig() -> object:
+    """On Linux, a child that gets SIGKILL when lgpatch dies: a killed apply must not leave a git process behind
+    that keeps writing into the tree (or a half-made clone) after the next command has repaired it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    pr_set_pdeathsig = 1
+
+    def set_pdeathsig() -> None:
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+    return set_pdeathsig
+
+
+die_with_parent = _pdeathsig()
 
 
 class GitFailed(StateError):
@@ -51,7 +75,8 @@ class Git:
             full_env["GIT_AUTHOR_DATE"] = full_env["GIT_COMMITTER_DATE"] = _FIXED_DATE
         try:
             proc = subprocess.run(
-                ["git", *_CONFIG, *args], cwd=self.root, input=input, capture_output=True, env=full_env
+                ["git", *_CONFIG, *args], cwd=self.root, input=input, capture_output=True, env=full_env,
+                preexec_fn=die_with_parent,
             )
         except FileNotFoundError:
             raise ToolError("git is not installed or not on PATH") from None

@@ -16,7 +16,7 @@ from pathlib import Path
 import unidiff
 
 from legacy_gpu_patch.errors import PatchError
-from legacy_gpu_patch.safepath import check_relpath, resolve_inside
+from legacy_gpu_patch.safepath import check_diff_name, check_relpath, resolve_inside
 
 DEV_NULL = "/dev/null"
 
@@ -237,6 +237,9 @@ def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int
         what = f"{origin.patchset}/{origin.step} ({origin.patch_file})"
         if pf.is_binary_file:
             raise PatchError(f"{what}: binary diff for {target!r} is not supported; use a backport step instead")
+        for name in (source, target):
+            if name != DEV_NULL:
+                check_diff_name(name, what)
         src_rel = None if source == DEV_NULL else check_relpath(_strip(source, strip), what)
         dst_rel = None if target == DEV_NULL else check_relpath(_strip(target, strip), what)
         path = dst_rel or src_rel

@@ -26,8 +26,9 @@ def check_relpath(rel: str, what: str) -> str:
     parts = [p for p in parts if p not in ("", ".")]
     if not parts:
         raise UnsafePathError(f"{what}: path {rel!r} names the tree root")
-    if parts[0].lower() == ".git":
-        raise UnsafePathError(f"{what}: path {rel!r} would write into the repository's .git")
+    if any(p.lower() == ".git" for p in parts):
+        # The tree's own .git, or a nested repository's: hooks and config there run code.
+        raise UnsafePathError(f"{what}: path {rel!r} would write into a .git folder")
     return "/".join(parts)
 
 
@@ -45,3 +46,12 @@ def resolve_inside(root: Path, rel: str, what: str) -> Path:
     if real != root_real and root_real not in real.parents:
         raise UnsafePathError(f"{what}: {norm!r} resolves to {real}, outside the work tree {root_real}")
     return target
+
+
+def check_diff_name(name: str, what: str) -> None:
+    """A name as written in a diff header, before -p stripping: stripping must not turn `/etc/x` or `../x` into a
+    harmless-looking relative path."""
+    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", name):
+        raise UnsafePathError(f"{what}: absolute path {name!r} refused")
+    if any(part == ".." for part in name.split("/")):
+        raise UnsafePathError(f"{what}: path {name!r} contains '..'")

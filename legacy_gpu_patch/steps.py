@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from legacy_gpu_patch import cache, conditions, globs, patchfile
-from legacy_gpu_patch.errors import ConfigError, PatchError, SourceError
+from legacy_gpu_patch.errors import ConfigError, PatchError, SourceError, UnsafePathError
 from legacy_gpu_patch.gitutil import Git
 from legacy_gpu_patch.recipe import Recipe, Step
 from legacy_gpu_patch.safepath import resolve_inside
@@ -113,6 +113,13 @@ def run_regex(ctx: StepContext, step: Step) -> StepOutcome:
     total = 0
     for rel in files:
         full = ctx.root / rel
+        if full.is_symlink():
+            # A link is not text to rewrite: one into the tree is matched through its target anyway; one out of
+            # the tree would make the step write outside it, which is refused when the pattern would apply there.
+            target = full.resolve()
+            if ctx.root.resolve() not in target.parents and target.is_file() and regex.search(target.read_bytes()):
+                raise UnsafePathError(f"{step.key}: {rel} links to {target}, outside the work tree; not rewritten")
+            continue
         try:
             data = full.read_bytes()
         except (IsADirectoryError, FileNotFoundError):

@@ -92,6 +92,17 @@ EXPORT_H = """\
 #endif // C10_MACROS_MACROS_H_
 """
 
+# c10/macros/Macros.h in the shape gcc13-includes patches: the Export.h include it anchors on, then uint32_t used
+# without <cstdint> (written here, not copied).
+MACROS_H = """\
+#ifndef C10_MACROS_MACROS_H_GUARD
+#define C10_MACROS_MACROS_H_GUARD
+#include "c10/macros/cmake_macros.h"
+#include "c10/macros/Export.h"
+constexpr uint32_t CUDA_MAX_THREADS_PER_BLOCK = 1024;
+#endif
+"""
+
 CUDA_EXCEPTION_H = """\
 #pragma once
 #include <c10/macros/cmake_macros.h>
@@ -205,6 +216,8 @@ def _hunk_preimages() -> dict[str, list[tuple[int, list[str]]]]:
     for path in _patch_files():
         this_patch: dict[str, list[tuple[int, int]]] = {}
         for pf in unidiff.PatchSet(path.read_text(encoding="utf-8")):
+            if pf.is_added_file:
+                continue  # the patch creates it: the pristine fixture must not have it
             for h in pf:
                 shift = sum(d for start, d in earlier.get(pf.path, []) if start < h.source_start)
                 found.setdefault(pf.path, []).append(
@@ -235,6 +248,7 @@ def fixture_files() -> dict[str, str]:
         "aten/src/ATen/cuda/CUDAContext.h": MINI_ATEN,
         "aten/src/ATen/gen.py": FAKE_GEN,
         "c10/macros/Export.h": EXPORT_H,
+        "c10/macros/Macros.h": MACROS_H,
         "c10/cuda/CUDAException.h": CUDA_EXCEPTION_H,
         "c10/cuda/CUDACachingAllocator.cpp": ALLOCATOR_CPP,
         "caffe2/core/common.h": "#pragma once\n#define CAFFE2_USED __attribute__((__used__))\n",
