@@ -134,12 +134,19 @@ def test_kernel_compiles(patched_tree: Path, tmp_path: Path, kernel: str, kind: 
 def test_pristine_header_does_not_compile(tmp_path: Path) -> None:
     """Why the fp16 patchset is needed: the sdist's own header fails with nvcc >= 9 (field notes row 15)."""
     sdist = local_sdist()
-    if sdist is None:
-        pytest.skip("the Chainer 1.24.0 sdist is not available locally")
-    with tarfile.open(sdist) as tf:
-        member = tf.extractfile("chainer-1.24.0/cupy/core/carray.cuh")
-        assert member is not None
-        (tmp_path / "kern.cu").write_bytes(member.read() + KERNELS["header"].encode())
+    if sdist is not None:
+        with tarfile.open(sdist) as tf:
+            member = tf.extractfile("chainer-1.24.0/cupy/core/carray.cuh")
+            assert member is not None
+            pristine = member.read()
+    else:
+        # No local copy: let lgpatch fetch the sdist (PyPI) and read the header from the pristine baseline commit.
+        tree, _ = apply(tmp_path / "fetch", None, [FP16_PATCHSET])
+        baseline = subprocess.run(["git", "rev-list", "--max-parents=0", "HEAD"], cwd=tree, capture_output=True,
+                                  text=True, check=True).stdout.strip()
+        pristine = subprocess.run(["git", "show", f"{baseline}:cupy/core/carray.cuh"], cwd=tree,
+                                  capture_output=True, check=True).stdout
+    (tmp_path / "kern.cu").write_bytes(pristine + KERNELS["header"].encode())
     proc = subprocess.run([NVCC, "--cubin", "-arch", "sm_90", "kern.cu"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode != 0 and 'identifier "__float2half_rn" is undefined' in proc.stdout + proc.stderr

@@ -466,3 +466,48 @@ steps:
     r = lgpatch("--recipe-path", d, "apply", "fuzz", "--workdir", tmp_path / "wt")
     check_cli_result(r.code, r.err, {ExitCode.PATCH})
     assert "\\udc80" in r.err or "\ufffd" in r.err
+
+
+# ------------------------------------------------------------------------------------------- regex step semantics
+
+WORD_TOKENS = ["CAFFE2_API", "CAFFE2_API", "CAFFE2_APIS", "MY_", "_", "x", "9", " ", "\n", "(", ")", "é", "::",
+               "CAFFE2_", "API", "\r\n", "\t"]
+
+
+def test_word_regex_step_matches_python_word_boundaries(tmp_path: Path) -> None:
+    """The regex step with `word: true` replaces exactly what re.sub(r'\\b(?:PATTERN)\\b') replaces, byte for byte,
+    however it searches (a guard for any faster search strategy)."""
+    from legacy_gpu_patch import steps
+    from legacy_gpu_patch.gitutil import Git
+
+    up = make_upstream(tmp_path / "up", {"a.h": "x\n"})
+    d = tmp_path / "recipes"
+    write_recipe(d, f"""\
+name: words
+description: word-boundary regex
+source: {{git: {{url: "{up.url()}", ref: v1.0, commit: {up.commit}}}}}
+parameters:
+  api: {{default: TORCH_API}}
+steps:
+  - id: rename
+    regex: {{files: ["*.h"], pattern: CAFFE2_API, replace: "${{api}}", on_missing: ignore}}
+""")
+    recipe = load_recipe(d / "demo.yaml", SearchPath.from_options([d]))
+    step = recipe.entries[0].step
+    root = up.path
+    ctx = steps.StepContext(root=root, git=Git(root), recipe=recipe, params={"api": "TORCH_API"}, strict=False,
+                            source_dir=None)
+    reference = __import__("re").compile(rb"\bCAFFE2_API\b")
+
+    @FAST
+    @given(tokens=st.lists(st.sampled_from(WORD_TOKENS), max_size=30))
+    def run(tokens: list[str]) -> None:
+        data = "".join(tokens).encode()
+        (root / "a.h").write_bytes(data)
+        expected, n = reference.subn(b"TORCH_API", data)
+        outcome = steps.run_regex(ctx, step)
+        assert (root / "a.h").read_bytes() == expected
+        assert outcome.touched == (["a.h"] if n else [])
+        assert f"{n} replacement(s)" in outcome.messages[0]
+
+    run()

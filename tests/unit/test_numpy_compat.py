@@ -56,9 +56,29 @@ def numpy2_python() -> str:
     return found[0]
 
 
+def _provision_numpy1(base: Path) -> str | None:
+    """A venv with the last NumPy 1.x, when PyPI is reachable: the live truth the committed table came from."""
+    from conftest import network_available
+
+    if not network_available():
+        return None
+    venv = base / "numpy1"
+    py = venv / "bin" / "python"
+    steps = ([sys.executable, "-m", "venv", str(venv)],
+             [str(py), "-m", "pip", "install", "-q", "--only-binary", ":all:", "numpy<2"])
+    for argv in steps:
+        if subprocess.run(argv, capture_output=True, timeout=600).returncode != 0:
+            return None
+    return str(py)
+
+
 @pytest.fixture(scope="module")
-def numpy1_python() -> str:
+def numpy1_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     found = _interpreter(lambda major: major < 2, "LGPATCH_NUMPY1_PYTHON")
+    if found is None:
+        provisioned = _provision_numpy1(tmp_path_factory.mktemp("np1"))
+        if provisioned is not None:
+            return provisioned
     if found is None:
         pytest.skip("no interpreter with NumPy 1.x: set LGPATCH_NUMPY1_PYTHON to a python that has numpy<2 "
                     "(e.g. python -m venv v && v/bin/pip install 'numpy<2')")
