@@ -8,6 +8,7 @@ CLI exits with a documented code, prints one 'lgpatch:' paragraph and never a tr
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -497,7 +498,7 @@ steps:
     root = up.path
     ctx = steps.StepContext(root=root, git=Git(root), recipe=recipe, params={"api": "TORCH_API"}, strict=False,
                             source_dir=None)
-    reference = __import__("re").compile(rb"\bCAFFE2_API\b")
+    reference = re.compile(rb"\bCAFFE2_API\b")
 
     @FAST
     @given(tokens=st.lists(st.sampled_from(WORD_TOKENS), max_size=30))
