@@ -109,6 +109,14 @@ class Git:
         raw = self.run("ls-files", "-z").stdout
         return [p.decode("utf-8", errors="surrogateescape") for p in raw.split(b"\0") if p]
 
+    def files_containing(self, literal: bytes) -> list[str]:
+        """Tracked files whose working-tree content contains `literal` (git grep -F; binary files included)."""
+        proc = self.run("grep", "-l", "-z", "-F", "-a", "--no-color", "-e", literal.decode("utf-8", "surrogateescape"),
+                        check=False)
+        if proc.returncode not in (0, 1):  # 1: no match
+            raise GitFailed(f"git grep failed in {self.root}: {proc.stderr.decode(errors='replace').strip()}")
+        return [p.decode("utf-8", errors="surrogateescape") for p in proc.stdout.split(b"\0") if p]
+
     def tree_of(self, ref: str = "HEAD") -> str:
         return self.out("rev-parse", f"{ref}^{{tree}}")
 

@@ -174,9 +174,9 @@ def test_regex_through_a_link_out_of_the_tree_is_refused(lgpatch, world: World) 
 
 
 def test_regex_leaves_a_link_inside_the_tree_alone(lgpatch, world: World) -> None:
-    # BUG (steps.run_regex): inc/alias.h -> real.h is matched by the glob and read through; the link is then
-    # refused as unsafe although it points inside the tree, so a tree-wide rename fails on any tree with such a
-    # link (PyTorch 1.5 has two). The target is renamed under its own path; the link needs no change.
+    # inc/alias.h -> real.h is matched by the glob. Refusing it as unsafe (it points inside the tree) would make a
+    # tree-wide rename fail on any tree with such a link (PyTorch 1.5 has two). The target is renamed under its
+    # own path; the link needs no change.
     world.recipe("  - id: rename\n    regex: {files: ['inc/real.h', 'inc/alias.h'], pattern: CAFFE2_API, "
                  "replace: TORCH_API}\n")
     r = lgpatch("--recipe-path", world.recipes, "apply", "evil", "--workdir", world.wt)

@@ -188,7 +188,6 @@ def test_garbled_recipe_gives_config_error(recipes: Path, ops: list[tuple]) -> N
         load_recipe(recipes / "demo.yaml", SearchPath.from_options([recipes]))
     except ConfigError as exc:
         assert exc.message.startswith(("recipes/demo.yaml", "recipes/patchsets/")), exc.message
-        assert "\n" not in exc.message.split(":", 2)[-1][:1]
 
 
 @FAST
@@ -219,8 +218,8 @@ def test_garbled_patchset_manifest(recipes: Path, ops: list[tuple]) -> None:
     (recipes / "patchsets/launch-check/patchset.yaml").write_bytes(mutate(PATCHSET_LAUNCH, ops))
     try:
         load_recipe(recipes / "demo.yaml", SearchPath.from_options([recipes]))
-    except ConfigError:
-        pass
+    except ConfigError as exc:
+        assert exc.message.startswith("recipes/patchsets/launch-check/patchset.yaml"), exc.message
 
 
 # ------------------------------------------------------------------------------------------- patches

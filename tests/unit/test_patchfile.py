@@ -420,8 +420,8 @@ def test_quoted_file_names(tmp_path: Path) -> None:
 
 
 def test_quoted_names_with_raw_utf8(tmp_path: Path) -> None:
-    # BUG (patchfile._clean_name): with core.quotepath=false (a common setting) git quotes a name only for its tab
-    # or quote and leaves UTF-8 as is; the latin-1 round trip then turns 'é' into a lone surrogate.
+    # With core.quotepath=false (a common setting) git quotes a name only for its tab or quote and leaves UTF-8 as
+    # is; a latin-1 round trip when unquoting once turned 'é' into a lone surrogate.
     names = ["é\tx.h", "数据\tx.h"]
     write_files(tmp_path, {n: "x\n" for n in names})
     quoted = [n.replace("\t", "\\t") for n in names]  # git's quoting of the tab; the UTF-8 stays raw
@@ -433,8 +433,8 @@ def test_quoted_names_with_raw_utf8(tmp_path: Path) -> None:
 
 
 def test_backslash_in_a_file_name_is_not_a_folder(tmp_path: Path) -> None:
-    # BUG (safepath.check_relpath): a backslash is an ordinary file-name character on POSIX, but it is rewritten
-    # to '/', so a patch for `dir\name.h` changes the different file `dir/name.h`.
+    # A backslash is an ordinary file-name character on POSIX; rewriting it to '/' once made a patch for
+    # `dir\name.h` change the different file `dir/name.h`.
     write_files(tmp_path, {"dir\\name.h": "same\n", "dir/name.h": "same\n"})
     patch = '--- "a/dir\\\\name.h"\n+++ "b/dir\\\\name.h"\n@@ -1 +1 @@\n-same\n+patched\n'
     try:

@@ -239,7 +239,7 @@ def test_source_needs_exactly_one_kind(tree: Path) -> None:
 
 
 def test_source_one_of_message_does_not_talk_about_steps(tree: Path) -> None:
-    # BUG (schema.Map): the one_of message always says "(a step does one thing)", also for `source:`.
+    # The one_of message once said "(a step does one thing)" for every mapping, `source:` included.
     message = recipe_error(tree, "source:\n", f"source:\n  sdist: {{name: a, version: '1', sha256: {'a' * 64}}}\n")
     assert "step" not in message, message
 
@@ -303,7 +303,7 @@ def test_patchset_step_errors(tree: Path) -> None:
 
 
 def test_patchset_level_when_error_names_line(tree: Path) -> None:
-    # BUG (recipe.load_recipe): the patchset's own `when:` is checked with line 0, so the message has no line.
+    # The patchset's own `when:` was once checked with line 0, so the message named no line.
     message = patchset_error(tree, "when: {cuda: \">=11.0\"}", "when: {cdua: \">=11.0\"}")
     assert "when.cdua: unknown parameter (did you mean 'cuda'?)" in message
     assert message.startswith(f"{PS}:3: when.cdua:"), message
@@ -377,8 +377,8 @@ def test_every_error_is_an_lgpatch_error(tree: Path) -> None:
 
 
 def test_unknown_template_parameter_is_a_load_error(tree: Path) -> None:
-    # BUG (recipe.load_recipe): `${cdua}` in a regex replacement is only found at apply time, after earlier steps
-    # were already committed; `lgpatch show` calls the recipe valid. It should fail at load with a suggestion.
+    # `${cdua}` in a regex replacement was once found only at apply time, after earlier steps were committed, and
+    # `lgpatch show` called the recipe valid. It fails at load, with a suggestion.
     message = recipe_error(tree, "      replace: TORCH_API", "      replace: TORCH_API_${cdua}")
     assert message.startswith("recipes/demo.yaml:17: steps[1].regex.replace:"), message
     assert "(did you mean 'cuda'?)" in message
