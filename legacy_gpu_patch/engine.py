@@ -206,7 +206,8 @@ def _apply_in(wt: WorkTree, recipe: Recipe, opts: ApplyOptions, report: ApplyRep
     if keep == len(ledger.applied) == len(selected):
         report.unchanged = keep
         return report
-    _check_clean(wt, opts.stash, report, "apply")
+    if not report.created:  # a tree made a moment ago is pristine: skip the full-tree `git status` walk
+        _check_clean(wt, opts.stash, report, "apply")
     if keep < len(ledger.applied):
         target = ledger.applied[keep - 1].commit if keep else wt.baseline
         with wt.journal("rewind", target=target):
