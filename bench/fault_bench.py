@@ -234,7 +234,10 @@ def main() -> None:
                                 f"{delay:.2f} s): " + "; ".join(problems))
             elif not args.keep:
                 shutil.rmtree(wt, ignore_errors=True)
-            print(f"  trial {trial + 1:>3}/{args.trials}: {'FAIL' if problems else 'ok'}", end="\r", flush=True)
+            if sys.stdout.isatty():
+                print(f"  trial {trial + 1:>3}/{args.trials}: {'FAIL' if problems else 'ok'}", end="\r", flush=True)
+            elif problems:
+                print(f"  trial {trial + 1:>3}/{args.trials}: FAIL", flush=True)
         print()
         print("results:")
         for key in ("finished before the kill", "killed while creating the tree", "killed between steps",
