@@ -98,7 +98,8 @@ def _check_clean(wt: WorkTree, stash: bool, report: ApplyReport, action: str) ->
     if not dirty:
         return
     if stash:
-        wt.git.run("stash", "push", "--include-untracked", "--quiet", "-m", f"lgpatch: your edits before {action}")
+        with wt.journal("stash"):  # git stash takes index.lock and resets the tree: a kill here must be repairable
+            wt.git.run("stash", "push", "--include-untracked", "--quiet", "-m", f"lgpatch: your edits before {action}")
         report.stashed = True
         report.notes.append(
             f"your uncommitted edits ({len(dirty)} path(s)) are kept in the newest git stash entry "

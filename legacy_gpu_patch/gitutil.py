@@ -99,7 +99,9 @@ class Git:
 
     def status_porcelain(self) -> list[str]:
         """Changed tracked files and untracked (not ignored) files, one entry per path."""
-        raw = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+        # --no-optional-locks: looking must not take .git/index.lock; a killed `git status` would leave it outside
+        # any journaled operation, where nothing repairs it.
+        raw = self.run("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
         return [e.decode("utf-8", errors="surrogateescape") for e in raw.split(b"\0") if e]
 
     def is_dirty(self) -> bool:

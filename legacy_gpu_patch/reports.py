@@ -85,6 +85,11 @@ class Report:
     variables: dict[str, Any] = field(default_factory=dict)
     workdir: str | None = None
 
+    @staticmethod
+    def counts(classifier: Any) -> dict[str, int]:
+        """The classifier's running counters, as Report fields (shared by build and classify)."""
+        return {name: getattr(classifier, name) for name in ("lines", "bytes", "errors", "warnings", "dropped")}
+
     @property
     def error_findings(self) -> list[Finding]:
         return [f for f in self.findings if f.is_error]

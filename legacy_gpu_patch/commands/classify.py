@@ -65,11 +65,7 @@ def command(log: str, as_json: bool, fmt: str | None, report_dir: Path | None, c
         findings=findings,
         status="findings" if has_errors else "clean",
         exit_code=int(code),
-        lines=c.lines,
-        bytes=c.bytes,
-        errors=c.errors,
-        warnings=c.warnings,
-        dropped=c.dropped,
+        **Report.counts(c),
         started=started,
         duration=time.monotonic() - t0,
     )
