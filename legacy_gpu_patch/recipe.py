@@ -153,7 +153,11 @@ SOURCE_SCHEMA = Map(
                     "url": Key(Str(), required=True),
                     "ref": Key(Str(allow_numbers=True), required=True),
                     "commit": Key(Str(pattern=COMMIT, what="a full 40-hex commit id"), required=True),
-                    "submodules": Key(Bool(), default=False),
+                    # true: all, recursively; or the paths the build needs (PyTorch has ~30, a CUDA build needs ~10)
+                    "submodules": Key(AnyOf([(lambda v: isinstance(v, list),
+                                              ListOf(Str(check=relpath_check, what="a submodule path"), min_items=1)),
+                                             (lambda v: True, Bool())], what="true/false or a list of submodule paths"),
+                                      default=False),
                 },
                 what="git source",
             )

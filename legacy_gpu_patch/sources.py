@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from legacy_gpu_patch import cache, progress
+from legacy_gpu_patch import submodules as sub_mirrors
 from legacy_gpu_patch.errors import SourceError, UnsafePathError
 from legacy_gpu_patch.gitutil import Git
 from legacy_gpu_patch.recipe import Recipe
@@ -38,7 +39,7 @@ class Prepared:
 # ------------------------------------------------------------------------------------------------ git
 
 
-def _clone_mirror(url: str, dest: Path) -> None:
+def clone_mirror(url: str, dest: Path) -> None:
     """Create a bare mirror with GitPython, showing clone progress (the one place we talk to the remote)."""
     import git
 
@@ -62,7 +63,7 @@ def _clone_mirror(url: str, dest: Path) -> None:
     os.replace(tmp, dest)  # a killed clone never leaves a half mirror under the real name
 
 
-def _fetch_into(store: Path, url: str, refspecs: list[str]) -> None:
+def fetch_into(store: Path, url: str, refspecs: list[str]) -> None:
     import git
 
     with progress.bar(f"fetching {url}", unit="items"):
@@ -101,14 +102,14 @@ def object_store_with(url: str, ref: str, commit: str, local: Path | None, offli
     if not mirror.exists():
         if offline:
             raise SourceError(f"{url} is not in the cache and --offline was given")
-        _clone_mirror(url, mirror)
+        clone_mirror(url, mirror)
     store = Git(mirror)
     if store.rev(commit) is None:
         if offline:
             raise SourceError(f"{commit[:12]} ({ref}) of {url} is not in the cache and --offline was given")
-        _fetch_into(mirror, url, [f"+refs/tags/{ref}:refs/tags/{ref}"])
+        fetch_into(mirror, url, [f"+refs/tags/{ref}:refs/tags/{ref}"])
         if store.rev(commit) is None:
-            _fetch_into(mirror, url, [commit])
+            fetch_into(mirror, url, [commit])
     verify_pin(store, ref, commit, url)
     return mirror
 
@@ -132,14 +133,13 @@ def prepare_git(recipe: Recipe, dest: Path, source_override: Path | None, offlin
         if tree.rev(src["commit"]) is None:  # an unreachable pin in a --source clone: fetch it explicitly
             tree.run("fetch", "--quiet", str(store), src["commit"])
         tree.run("checkout", "--quiet", "-B", "lgpatch", src["commit"])
-    use_submodules = recipe.source.get("submodules", False) if submodules is None else submodules
-    if use_submodules and (dest / ".gitmodules").exists():
-        proc = tree.run("submodule", "update", "--init", "--recursive", check=False)
-        if proc.returncode != 0:
-            raise SourceError(
-                "submodule update failed: " + proc.stderr.decode(errors="replace").strip()[-500:],
-                hint="offline or no submodule mirrors? re-run with --no-submodules",
-            )
+    wanted = recipe.source.get("submodules", False)
+    if submodules is not None:  # --submodules means the recipe's list, or all when it has none
+        wanted = (wanted if isinstance(wanted, list) else True) if submodules else False
+    if wanted:
+        done = sub_mirrors.update(dest, wanted, src["url"], offline)
+        if done:
+            notes.append(f"{len(done)} submodules checked out from the mirror cache")
     return Prepared(src["commit"], store, tuple(notes), f"git {src['url']} {src['ref']} @ {src['commit']}")
 
 

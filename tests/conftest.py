@@ -114,6 +114,17 @@ TORCHLIKE = {
 }
 
 
+# The steps of a patchset that defines C10_CUDA_KERNEL_LAUNCH_CHECK in TORCHLIKE's CUDAException.h.
+LAUNCH_CHECK_STEPS = """\
+steps:
+  - id: define
+    insert:
+      file: c10/cuda/CUDAException.h
+      after: '^#define C10_CUDA_CHECK_WARN'
+      text: "#define C10_CUDA_KERNEL_LAUNCH_CHECK() C10_CUDA_CHECK(cudaGetLastError())"
+"""
+
+
 @pytest.fixture
 def upstream(tmp_path: Path) -> Upstream:
     return make_upstream(tmp_path / "upstream", TORCHLIKE)
@@ -133,6 +144,36 @@ def write_patchset(recipes_dir: Path, name: str, manifest: str, files: dict[str,
     for rel, content in (files or {}).items():
         (folder / rel).write_text(content, encoding="utf-8")
     return folder
+
+
+# A well-formed commit pin that no repository has: for recipes that are loaded but never applied.
+PIN = "0123456789abcdef0123456789abcdef01234567"
+
+
+def demo_recipe_head(url: str = "file:///nowhere", ref: str = "v1.0", commit: str = PIN) -> str:
+    """Lines 1-7 of the `demo` fixture recipe (name, alias dm, git source, the cuda parameter), which the tests
+    complete with their own parameters and steps. Exactly seven lines: tests address the rest by line number."""
+    return f"""\
+name: demo
+aliases: [dm]
+description: A fixture recipe.
+source:
+  git: {{url: "{url}", ref: {ref}, commit: {commit}}}
+parameters:
+  cuda: {{type: version, default: "11.1", allowed: ">=8.0,<14"}}
+"""
+
+
+def git_recipe(name: str, description: str, up: Upstream, steps: str, *, parameters: str = "",
+               git_options: str = "") -> str:
+    """A recipe on `up` at its tag and commit (source in one flow line); `steps` and `parameters` are the YAML
+    lines below those keys (`parameters` left out when empty); `git_options` adds keys to the git mapping."""
+    head = f"""\
+name: {name}
+description: {description}
+source: {{git: {{url: "{up.url()}", ref: {up.tag}, commit: {up.commit}{git_options}}}}}
+"""
+    return head + (f"parameters:\n{parameters}" if parameters else "") + f"steps:\n{steps}"
 
 
 @dataclass

@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _chainer_mlp import MLP_CLASS, TRAINING  # from this script's folder (sys.path[0] when it runs)
+
 # The workload runs in a child process whose PYTHONPATH starts with the --target folder.
 CHILD = r'''
 import json, os, re, sys, time
@@ -75,35 +77,16 @@ if hasattr(compiler, "get_compile_target"):  # the cupy-ptx-fallback patchset: (
         result["compile_target"] = list(compiler.get_compile_target())
     except Exception as exc:
         result["compile_target"] = "error: %s" % exc
-
+''' + MLP_CLASS + TRAINING + r'''
 
 def mlp():
-    class MLP(chainer.Chain):
-        def __init__(self):
-            super(MLP, self).__init__(l1=L.Linear(784, 256), l2=L.Linear(256, 256), l3=L.Linear(256, 10))
-
-        def __call__(self, x):
-            return self.l3(F.relu(self.l2(F.relu(self.l1(x)))))
-
     rng = numpy.random.RandomState(0)
-    centers = rng.randn(10, 784).astype(numpy.float32)
-    labels = rng.randint(0, 10, size=2048).astype(numpy.int32)
-    data = centers[labels] + rng.randn(2048, 784).astype(numpy.float32)
-    model = L.Classifier(MLP())
+    data, labels = synthetic_digits(rng, 2048)
+    model = L.Classifier(MLP(256))
     model.to_gpu()
     optimizer = optimizers.Adam()
     optimizer.setup(model)
-    x_gpu, t_gpu = cuda.to_gpu(data), cuda.to_gpu(labels)
-    losses = []
-    for epoch in range(4):
-        total = 0.0
-        for i in range(0, 2048, 128):
-            model.cleargrads()
-            loss = model(x_gpu[i:i + 128], t_gpu[i:i + 128])
-            loss.backward()
-            optimizer.update()
-            total += float(loss.data)
-        losses.append(total / 16)
+    losses, loss = train_epochs(model, optimizer, cuda.to_gpu(data), cuda.to_gpu(labels), batch=128)
     assert isinstance(loss.data, cupy.ndarray) and loss.data.dtype == numpy.float32, loss.data.dtype
     assert losses[-1] < 0.5 * losses[0], losses
     return {"losses": [round(v, 4) for v in losses], "accuracy": float(model.accuracy.data)}

@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _chainer_mlp import MLP_CLASS  # from this script's folder (sys.path[0] when it runs)
+
 CHILD = r'''
 import json, os, sys, time, warnings
 t0 = time.perf_counter()
@@ -61,22 +63,14 @@ out = {"cupy_file": cupy.__file__, "chainer_file": chainer.__file__,
        "cudnn_enabled": bool(getattr(chainer.cuda, "cudnn_enabled", False))}
 out["target"] = list(compiler.get_compile_target())  # the first CUDA call (cuInit) happens here
 out["device_cc"] = cupy.cuda.Device().compute_capability
-
-
-class MLP(chainer.Chain):
-    def __init__(self):
-        super(MLP, self).__init__(l1=L.Linear(784, 256), l2=L.Linear(256, 256), l3=L.Linear(256, 10))
-
-    def __call__(self, x):
-        return self.l3(F.relu(self.l2(F.relu(self.l1(x)))))
-
+''' + MLP_CLASS + r'''
 
 rng = numpy.random.RandomState(0)
 x = rng.standard_normal((1024, 784)).astype(numpy.float32)
 teacher = rng.standard_normal((784, 10)).astype(numpy.float32)
 t = numpy.argmax(x.dot(teacher), axis=1).astype(numpy.int32)  # learnable labels
 numpy.random.seed(0)
-model = MLP()
+model = MLP(256)
 model.to_gpu()
 opt = optimizers.Adam()
 opt.setup(model)

@@ -153,13 +153,46 @@ def build_stub(out_dir: Path, cuda_home: Path, cc: str = "gcc") -> tuple[Path, i
     return target, len(symbols), True
 
 
+def installed_driver() -> Path | None:
+    """The real libcuda.so.1 the dynamic loader would pick (from ldconfig's cache), if there is one."""
+    try:
+        proc = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    for line in proc.stdout.splitlines():
+        name, _, path = line.strip().partition(" => ")
+        if name.startswith(SONAME + " "):  # "libcuda.so.1 (libc6,x86-64) => /usr/lib/.../libcuda.so.1"
+            candidate = Path(path.strip())
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def link_driver(out_dir: Path, driver: Path) -> Path:
+    """out_dir/libcuda.so → the installed driver: -lcuda works, and no stub can ever shadow the real driver."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in (SONAME, "libcuda.stub", "libcuda_stub.c", "libcuda.so"):
+        target = out_dir / stale
+        if target.is_symlink() or target.exists():
+            target.unlink()
+    (out_dir / "libcuda.so").symlink_to(driver)
+    return out_dir / "libcuda.so"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m legacy_gpu_patch.tools.cuda_stub", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="folder for libcuda.so.1 and the libcuda.so link")
     parser.add_argument("--cuda-home", help="toolkit root holding include/cuda.h (default: discovered)")
     parser.add_argument("--cc", default=os.environ.get("CC", "gcc"), help="C compiler (default: $CC or gcc)")
+    parser.add_argument("--prefer-driver", action="store_true",
+                        help="where an NVIDIA driver is installed, link libcuda.so to it instead of making a stub "
+                        "(a build tree's run path then never leads to the stub on a GPU machine)")
     args = parser.parse_args(argv)
+    driver = installed_driver() if args.prefer_driver else None
+    if driver is not None:
+        print(f"cuda_stub: driver installed: {link_driver(Path(args.out), driver)} -> {driver}; no stub made")
+        return 0
     try:
         cuda_home = find_cuda_home(args.cuda_home)
         path, count, rebuilt = build_stub(Path(args.out), cuda_home, args.cc)

@@ -7,7 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Upstream, git, make_upstream, write_patchset, write_recipe
+from conftest import (
+    LAUNCH_CHECK_STEPS,
+    Upstream,
+    demo_recipe_head,
+    git,
+    git_recipe,
+    make_upstream,
+    write_patchset,
+    write_recipe,
+)
 
 from legacy_gpu_patch.errors import ExitCode
 
@@ -38,24 +47,11 @@ steps:
 LAUNCH = """\
 name: kernel-launch-check
 description: Define C10_CUDA_KERNEL_LAUNCH_CHECK.
-steps:
-  - id: define
-    insert:
-      file: c10/cuda/CUDAException.h
-      after: '^#define C10_CUDA_CHECK_WARN'
-      text: "#define C10_CUDA_KERNEL_LAUNCH_CHECK() C10_CUDA_CHECK(cudaGetLastError())"
-"""
+""" + LAUNCH_CHECK_STEPS
 
 
 def recipe_text(up: Upstream, extra_steps: str = "", url: str | None = None, commit: str | None = None) -> str:
-    return f"""\
-name: demo
-aliases: [dm]
-description: A fixture recipe.
-source:
-  git: {{url: "{url or up.url()}", ref: {up.tag}, commit: {commit or up.commit}}}
-parameters:
-  cuda: {{type: version, default: "11.1", allowed: ">=8.0,<14"}}
+    return demo_recipe_head(url or up.url(), up.tag, commit or up.commit) + f"""\
   arch: {{type: arch, default: sm_86, choices: [sm_75, sm_86, sm_90]}}
 steps:
   - gpudefs-arch-bound
@@ -67,13 +63,17 @@ steps:
 {extra_steps}"""
 
 
-@pytest.fixture
-def recipes(tmp_path: Path, upstream: Upstream) -> Path:
-    d = tmp_path / "recipes"
-    write_recipe(d, recipe_text(upstream))
+def write_demo_recipes(d: Path, up: Upstream) -> Path:
+    """The demo recipe on `up` and its two patchsets, in the recipe folder `d`."""
+    write_recipe(d, recipe_text(up))
     write_patchset(d, "gpudefs-arch-bound", GPUDEFS, {"widen.patch": BOUND_PATCH})
     write_patchset(d, "kernel-launch-check", LAUNCH)
     return d
+
+
+@pytest.fixture
+def recipes(tmp_path: Path, upstream: Upstream) -> Path:
+    return write_demo_recipes(tmp_path / "recipes", upstream)
 
 
 def tree_hash(wt: Path) -> str:
@@ -197,10 +197,7 @@ def test_build_outputs_are_not_user_edits(lgpatch, recipes: Path, tmp_path: Path
 
 
 def test_moved_tag_is_refused(lgpatch, tmp_path: Path, upstream: Upstream) -> None:
-    d = tmp_path / "recipes"
-    write_patchset(d, "gpudefs-arch-bound", GPUDEFS, {"widen.patch": BOUND_PATCH})
-    write_patchset(d, "kernel-launch-check", LAUNCH)
-    write_recipe(d, recipe_text(upstream))
+    d = write_demo_recipes(tmp_path / "recipes", upstream)
     (upstream.path / "README.md").write_text("moved\n")
     git(upstream.path, "commit", "-qam", "sneaky")
     git(upstream.path, "tag", "-f", "v1.0")
@@ -248,20 +245,16 @@ def test_failing_patch_names_everything_and_leaves_tree(lgpatch, recipes: Path, 
     assert head != git(wt, "rev-parse", "HEAD") and tree != tree_hash(wt)
 
 
+SHIFTED_STEP = "  - id: shifted\n    patch: shifted.patch\n"
+
+
 def test_offset_is_reported_and_strict_refuses_it(lgpatch, tmp_path: Path) -> None:
     files = {"a.c": "".join(f"line {i}\n" for i in range(1, 40))}
     up = make_upstream(tmp_path / "up", files)
     d = tmp_path / "recipes"
     # The hunk says line 10, the text is at line 13: an offset of +3.
     patch = "--- a/a.c\n+++ b/a.c\n@@ -10,3 +10,3 @@\n line 13\n-line 14\n+LINE 14\n line 15\n"
-    write_recipe(d, f"""\
-name: offs
-description: offset test
-source: {{git: {{url: "{up.url()}", ref: v1.0, commit: {up.commit}}}}}
-steps:
-  - id: shifted
-    patch: shifted.patch
-""")
+    write_recipe(d, git_recipe("offs", "offset test", up, SHIFTED_STEP))
     (d / "shifted.patch").write_text(patch)
     r = lgpatch("--recipe-path", d, "apply", "offs", "--workdir", tmp_path / "s", "--strict")
     assert r.code == ExitCode.PATCH and "offset +3" in r.err and "strict" in r.err
@@ -275,14 +268,7 @@ steps:
 def test_ci_environment_makes_strict_the_default(lgpatch, tmp_path: Path, monkeypatch) -> None:
     up = make_upstream(tmp_path / "up", {"a.c": "".join(f"line {i}\n" for i in range(1, 20))})
     d = tmp_path / "recipes"
-    write_recipe(d, f"""\
-name: offs
-description: offset test
-source: {{git: {{url: "{up.url()}", ref: v1.0, commit: {up.commit}}}}}
-steps:
-  - id: shifted
-    patch: shifted.patch
-""")
+    write_recipe(d, git_recipe("offs", "offset test", up, SHIFTED_STEP))
     (d / "shifted.patch").write_text("--- a/a.c\n+++ b/a.c\n@@ -3,1 +3,1 @@\n-line 5\n+LINE 5\n")
     monkeypatch.setenv("CI", "true")
     assert lgpatch("--recipe-path", d, "apply", "offs", "--workdir", tmp_path / "s").code == ExitCode.PATCH
@@ -297,14 +283,10 @@ def test_url_patch_offline_with_cache_add(lgpatch, tmp_path: Path, upstream: Ups
     served.write_text(lms)
     digest = hashlib.sha256(lms.encode()).hexdigest()
     d = tmp_path / "recipes"
-    write_recipe(d, f"""\
-name: lmsdemo
-description: url-patch test
-source: {{git: {{url: "{upstream.url()}", ref: v1.0, commit: {upstream.commit}}}}}
-steps:
+    write_recipe(d, git_recipe("lmsdemo", "url-patch test", upstream, f"""\
   - id: ibm-lms
     url-patch: {{url: "http://127.0.0.1:9/lms.patch", sha256: {digest}}}
-""")
+"""))
     # Offline: the URL cannot be reached, and the error says how to fix that.
     r = lgpatch("--recipe-path", d, "apply", "lmsdemo", "--workdir", tmp_path / "wt")
     assert r.code == ExitCode.SOURCE and "lgpatch cache add" in r.err and digest in r.err
@@ -328,14 +310,10 @@ def test_url_patch_download_is_verified_against_the_pin(lgpatch, tmp_path: Path,
     (site / "lms.patch").write_text(lms)
     good = hashlib.sha256(lms.encode()).hexdigest()
     d = tmp_path / "recipes"
-    text = f"""\
-name: lmsurl
-description: url-patch over HTTP
-source: {{git: {{url: "{upstream.url()}", ref: v1.0, commit: {upstream.commit}}}}}
-steps:
+    text = git_recipe("lmsurl", "url-patch over HTTP", upstream, f"""\
   - id: ibm-lms
     url-patch: {{url: "{base}/lms.patch", sha256: SHA}}
-"""
+""")
     write_recipe(d, text.replace("SHA", "a" * 64))
     r = lgpatch("--recipe-path", d, "apply", "lmsurl", "--workdir", tmp_path / "bad")
     assert r.code == ExitCode.SOURCE and "but the recipe pins" in r.err
@@ -358,14 +336,10 @@ def test_backport_fetches_file_at_upstream_ref(lgpatch, tmp_path: Path, upstream
     git(upstream.path, "tag", "v1.7.0")
     later = git(upstream.path, "rev-parse", "HEAD")
     d = tmp_path / "recipes"
-    write_recipe(d, f"""\
-name: bp
-description: backport test
-source: {{git: {{url: "{upstream.url()}", ref: v1.0, commit: {upstream.commit}}}}}
-steps:
+    write_recipe(d, git_recipe("bp", "backport test", upstream, f"""\
   - id: gpudefs-from-1.7
     backport: {{ref: v1.7.0, commit: {later}, files: [caffe2/utils/GpuDefs.cuh]}}
-""")
+"""))
     r = lgpatch("--recipe-path", d, "apply", "bp", "--workdir", tmp_path / "wt")
     assert r.code == 0, r.err
     assert (tmp_path / "wt/caffe2/utils/GpuDefs.cuh").read_text().startswith("// fixed upstream")
@@ -377,12 +351,7 @@ steps:
 
 def test_regex_on_missing_and_count_guard(lgpatch, tmp_path: Path, upstream: Upstream) -> None:
     d = tmp_path / "recipes"
-    base = f"""\
-name: rx
-description: regex policies
-source: {{git: {{url: "{upstream.url()}", ref: v1.0, commit: {upstream.commit}}}}}
-steps:
-"""
+    base = git_recipe("rx", "regex policies", upstream, "")
     write_recipe(d, base + "  - id: none\n    regex: {files: ['**/*.h'], pattern: NOPE_API, replace: X}\n")
     r = lgpatch("--recipe-path", d, "apply", "rx", "--workdir", tmp_path / "a")
     assert r.code == ExitCode.PATCH and "matched nothing" in r.err
@@ -400,20 +369,14 @@ steps:
 def test_insert_is_idempotent(lgpatch, tmp_path: Path) -> None:
     up = make_upstream(tmp_path / "up", {"x.h": "#pragma once\n#define A 1\n#define B 2\n"})
     d = tmp_path / "recipes"
-    write_recipe(d, f"""\
-name: ins
-description: insert test
-source: {{git: {{url: "{up.url()}", ref: v1.0, commit: {up.commit}}}}}
-parameters:
-  ptx_arch: {{default: compute_75}}
-steps:
+    write_recipe(d, git_recipe("ins", "insert test", up, parameters="  ptx_arch: {default: compute_75}\n", steps="""\
   - id: add-b
-    insert: {{file: x.h, before: '^#define B', text: "#define A2 3"}}
+    insert: {file: x.h, before: '^#define B', text: "#define A2 3"}
   - id: add-end
-    insert: {{file: x.h, text: "#define ARCH \\"${{ptx_arch}}\\""}}
+    insert: {file: x.h, text: "#define ARCH \\"${ptx_arch}\\""}
   - id: add-again
-    insert: {{file: x.h, at: start, text: "#define A2 3"}}
-""")
+    insert: {file: x.h, at: start, text: "#define A2 3"}
+"""))
     r = lgpatch("--recipe-path", d, "apply", "ins", "--workdir", tmp_path / "wt")
     assert r.code == 0, r.err
     assert (tmp_path / "wt/x.h").read_text() == (
@@ -503,16 +466,10 @@ def test_submodules_follow_the_recipe_and_the_flag(lgpatch, tmp_path: Path, monk
     git(up.path, "submodule", "add", "-q", sub.url(), "third_party/cub")
     git(up.path, "commit", "-qm", "add submodule")
     git(up.path, "tag", "v1.0")
-    commit = git(up.path, "rev-parse", "HEAD")
+    tagged = Upstream(up.path, git(up.path, "rev-parse", "HEAD"), "v1.0")
     d = tmp_path / "recipes"
-    write_recipe(d, f"""\
-name: subm
-description: submodule fixture
-source: {{git: {{url: "{up.url()}", ref: v1.0, commit: {commit}, submodules: true}}}}
-steps:
-  - id: note
-    insert: {{file: README.md, text: "patched"}}
-""")
+    note = '  - id: note\n    insert: {file: README.md, text: "patched"}\n'
+    write_recipe(d, git_recipe("subm", "submodule fixture", tagged, note, git_options=", submodules: true"))
     assert lgpatch("--recipe-path", d, "apply", "subm", "--workdir", tmp_path / "with").code == 0
     assert (tmp_path / "with/third_party/cub/cub/cub.cuh").read_text() == "// cub\n"
     assert lgpatch("--recipe-path", d, "apply", "subm", "--workdir", tmp_path / "without",

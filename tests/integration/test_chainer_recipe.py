@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 import re
+import runpy
 import subprocess
 import sys
 import textwrap
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import git, requires_nvcc, run_cli_subprocess
+from conftest import REPO, git, requires_nvcc, run_cli_subprocess
 
 from legacy_gpu_patch import conditions
 from legacy_gpu_patch.recipe import SearchPath, find_recipe
@@ -142,6 +143,8 @@ def test_run_paths_are_relative_and_never_the_build_tree(built: Built) -> None:
     assert "libcuda.so.1" in needed["cupy.cuda.driver"]  # the driver's soname, recorded from the stub
 
 
+# The MLP and its training loop are shared with the GPU proofs (bench/gpu: scripts, not a package, so by path).
+_MLP = runpy.run_path(str(REPO / "bench" / "gpu" / "_chainer_mlp.py"))
 WORKLOAD = textwrap.dedent(r"""
     import json, re, sys
     import numpy
@@ -157,30 +160,13 @@ WORKLOAD = textwrap.dedent(r"""
         no_driver = None
     except cupy.cuda.runtime.CUDARuntimeError as exc:
         no_driver = str(exc)
-
-    class MLP(chainer.Chain):
-        def __init__(self):
-            super(MLP, self).__init__(l1=L.Linear(784, 100), l2=L.Linear(100, 100), l3=L.Linear(100, 10))
-        def __call__(self, x):
-            return self.l3(F.relu(self.l2(F.relu(self.l1(x)))))
-
+""") + _MLP["MLP_CLASS"] + _MLP["TRAINING"] + textwrap.dedent(r"""
     rng = numpy.random.RandomState(0)
-    centers = rng.randn(10, 784).astype(numpy.float32)
-    t = rng.randint(0, 10, size=1000).astype(numpy.int32)
-    x = centers[t] + rng.randn(1000, 784).astype(numpy.float32)
-    model = L.Classifier(MLP())
+    x, t = synthetic_digits(rng, 1000)
+    model = L.Classifier(MLP(100))
     opt = optimizers.Adam()
     opt.setup(model)
-    losses = []
-    for epoch in range(4):
-        total = 0.0
-        for i in range(0, 1000, 100):
-            model.cleargrads()
-            loss = model(x[i:i + 100], t[i:i + 100])
-            loss.backward()
-            opt.update()
-            total += float(loss.data)
-        losses.append(total / 10)
+    losses, loss = train_epochs(model, opt, x, t, batch=100)
     conv = L.Convolution2D(3, 4, 3)
     y = F.max_pooling_2d(conv(rng.rand(2, 3, 8, 8).astype("f")), 2)  # collections.abc in pooling_2d
     F.sum(y).backward()

@@ -94,6 +94,34 @@ def test_stub_from_a_cuda_h_shape(tmp_path: Path) -> None:
 
 
 @requires_gcc
+def test_prefer_driver_links_to_the_installed_driver_and_drops_a_stub(tmp_path: Path) -> None:
+    """On a GPU machine the folder must hold no libcuda.so.1: a build tree's run path could pick it over the driver."""
+    home = tmp_path / "cuda"
+    (home / "include").mkdir(parents=True)
+    (home / "include" / "cuda.h").write_text(FAKE_CUDA_H)
+    out = tmp_path / "stub"
+    cuda_stub.build_stub(out, home)  # a stub left from a build on a machine without a driver
+    driver = _shared_object(tmp_path / "driver" / "libcuda.so.1", "int cuInit(int f) { return 0; }\n",
+                            "-Wl,-soname,libcuda.so.1")  # as the real driver has
+    link = cuda_stub.link_driver(out, driver)
+    assert link.resolve() == driver.resolve()
+    assert sorted(p.name for p in out.iterdir()) == ["libcuda.so"]
+    user = _shared_object(tmp_path / "libuser.so", "int cuInit(int);\nint go(void) { return cuInit(0); }\n",
+                          f"-L{out}", "-lcuda")
+    assert "libcuda.so.1" in read_dynamic(user.read_bytes()).needed  # the driver's soname, as with the stub
+
+
+@requires_gcc
+@pytest.mark.skipif(cuda_stub.installed_driver() is not None, reason="this machine has an NVIDIA driver")
+def test_prefer_driver_without_a_driver_makes_the_stub(tmp_path: Path) -> None:
+    home = tmp_path / "cuda"
+    (home / "include").mkdir(parents=True)
+    (home / "include" / "cuda.h").write_text(FAKE_CUDA_H)
+    assert cuda_stub.main(["--prefer-driver", "--out", str(tmp_path / "stub"), "--cuda-home", str(home)]) == 0
+    assert (tmp_path / "stub" / "libcuda.so.1").is_file()
+
+
+@requires_gcc
 def test_stub_links_like_the_driver(tmp_path: Path) -> None:
     """A library linked with -lcuda against the stub records libcuda.so.1, the driver's soname."""
     home = tmp_path / "cuda"

@@ -12,7 +12,17 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import git, make_upstream, write_files, write_patchset, write_recipe
+from conftest import (
+    LAUNCH_CHECK_STEPS,
+    PIN,
+    demo_recipe_head,
+    git,
+    git_recipe,
+    make_upstream,
+    write_files,
+    write_patchset,
+    write_recipe,
+)
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -26,15 +36,8 @@ FAST = settings(max_examples=100, deadline=None,
 SLOW = settings(max_examples=50, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
-PIN = "0123456789abcdef0123456789abcdef01234567"
-RECIPE = f"""\
-name: demo
-aliases: [dm]
-description: A fixture recipe.
-source:
-  git: {{url: "file:///nowhere", ref: v1.0, commit: {PIN}}}
-parameters:
-  cuda: {{type: version, default: "11.1", allowed: ">=8.0,<14"}}
+# Some @example mutations below address lines of RECIPE by index: the head from conftest is its first 7 lines.
+RECIPE = demo_recipe_head() + f"""\
   arch:
     type: arch
     default: sm_86
@@ -77,13 +80,7 @@ PATCHSET_LAUNCH = """\
 name: launch-check
 description: Define the macro.
 when: {arch: ">=sm_70"}
-steps:
-  - id: define
-    insert:
-      file: c10/cuda/CUDAException.h
-      after: '^#define C10_CUDA_CHECK_WARN'
-      text: "#define C10_CUDA_KERNEL_LAUNCH_CHECK() C10_CUDA_CHECK(cudaGetLastError())"
-"""
+""" + LAUNCH_CHECK_STEPS
 
 # ------------------------------------------------------------------------------------------- mutations
 
@@ -357,18 +354,17 @@ def test_random_diff_tokens(tmp_path: Path, text: str) -> None:
         pass
 
 
-def test_garbled_patch_through_the_cli(lgpatch, tmp_path: Path) -> None:
-    """lgpatch apply on a real work tree: a documented exit code, a clean tree afterwards, never a traceback."""
+def garbled_patch_recipes(tmp_path: Path) -> Path:
+    """A recipe folder whose one step applies recipes/garbled.patch (written by the test) to TREE."""
     up = make_upstream(tmp_path / "up", TREE)
     d = tmp_path / "recipes"
-    write_recipe(d, f"""\
-name: fuzz
-description: garbled patch
-source: {{git: {{url: "{up.url()}", ref: v1.0, commit: {up.commit}}}}}
-steps:
-  - id: garbled
-    patch: garbled.patch
-""")
+    write_recipe(d, git_recipe("fuzz", "garbled patch", up, "  - id: garbled\n    patch: garbled.patch\n"))
+    return d
+
+
+def test_garbled_patch_through_the_cli(lgpatch, tmp_path: Path) -> None:
+    """lgpatch apply on a real work tree: a documented exit code, a clean tree afterwards, never a traceback."""
+    d = garbled_patch_recipes(tmp_path)
     wt = tmp_path / "wt"
     seen: set[int] = set()
 
@@ -452,16 +448,7 @@ def test_patch_crashers_are_patch_errors(tmp_path: Path, case: str) -> None:
 def test_undecodable_bytes_in_messages_print_cleanly(lgpatch, tmp_path: Path) -> None:
     # Found by test_garbled_patch_through_the_cli: a file name with a byte that is not UTF-8 reaches the error
     # message as a surrogate escape; printing it on a strict stream raised UnicodeEncodeError out of cli.main.
-    up = make_upstream(tmp_path / "up", TREE)
-    d = tmp_path / "recipes"
-    write_recipe(d, f"""\
-name: fuzz
-description: garbled patch
-source: {{git: {{url: "{up.url()}", ref: v1.0, commit: {up.commit}}}}}
-steps:
-  - id: garbled
-    patch: garbled.patch
-""")
+    d = garbled_patch_recipes(tmp_path)
     (d / "garbled.patch").write_bytes(b"--- a/src/\x80.c\n+++ b/src/\x80.c\n@@ -1 +1 @@\n-x\n+y\n")
     r = lgpatch("--recipe-path", d, "apply", "fuzz", "--workdir", tmp_path / "wt")
     check_cli_result(r.code, r.err, {ExitCode.PATCH})
@@ -482,16 +469,11 @@ def test_word_regex_step_matches_python_word_boundaries(tmp_path: Path) -> None:
 
     up = make_upstream(tmp_path / "up", {"a.h": "x\n"})
     d = tmp_path / "recipes"
-    write_recipe(d, f"""\
-name: words
-description: word-boundary regex
-source: {{git: {{url: "{up.url()}", ref: v1.0, commit: {up.commit}}}}}
-parameters:
-  api: {{default: TORCH_API}}
-steps:
+    api = "  api: {default: TORCH_API}\n"
+    write_recipe(d, git_recipe("words", "word-boundary regex", up, parameters=api, steps="""\
   - id: rename
-    regex: {{files: ["*.h"], pattern: CAFFE2_API, replace: "${{api}}", on_missing: ignore}}
-""")
+    regex: {files: ["*.h"], pattern: CAFFE2_API, replace: "${api}", on_missing: ignore}
+"""))
     recipe = load_recipe(d / "demo.yaml", SearchPath.from_options([d]))
     step = recipe.entries[0].step
     root = up.path

@@ -9,28 +9,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import write_patchset, write_recipe
+from conftest import PIN, demo_recipe_head, write_patchset, write_recipe
 
 from legacy_gpu_patch.errors import ConfigError, ExitCode, LgpatchError
 from legacy_gpu_patch.recipe import SearchPath, find_recipe, load_recipe
 
-PIN = "0123456789abcdef0123456789abcdef01234567"
-
 # Line numbers matter: the cases below refer to them (1 name, 3 description, 7 cuda, 12 the inline step, ...).
-RECIPE = f"""\
-name: demo
-aliases: [dm]
-description: A fixture recipe.
-source:
-  git: {{url: "file:///nowhere", ref: v1.0, commit: {PIN}}}
-parameters:
-  cuda: {{type: version, default: "11.1", allowed: ">=8.0,<14"}}
-  arch: {{type: arch, default: sm_86, choices: [sm_75, sm_86, sm_90]}}
-  cudnn: {{type: bool, default: true}}
+# Lines 1-7 come from conftest's demo_recipe_head: 2 aliases, 5 the git source, 6 parameters.
+RECIPE = demo_recipe_head() + """\
+  arch: {type: arch, default: sm_86, choices: [sm_75, sm_86, sm_90]}
+  cudnn: {type: bool, default: true}
 steps:
   - widen-guard
   - id: rename
-    when: {{arch: ">=sm_80"}}
+    when: {arch: ">=sm_80"}
     regex:
       files: ["**/*.h"]
       pattern: CAFFE2_API
@@ -64,21 +56,22 @@ def _load(d: Path):
     return load_recipe(Path("recipes/demo.yaml"), SearchPath.from_options([d]))
 
 
-def recipe_error(d: Path, old: str, new: str) -> str:
-    """Replace `old` (which must occur) by `new` in the recipe, load it, and return the ConfigError's message."""
-    assert old in RECIPE, old
-    (d / "demo.yaml").write_text(RECIPE.replace(old, new, 1), encoding="utf-8")
+def _edit_error(d: Path, file: str, text: str, old: str, new: str) -> str:
+    """Write `text` with `old` (which must occur) replaced by `new` to d/file, load the recipe, and return the
+    ConfigError's message."""
+    assert old in text, old
+    (d / file).write_text(text.replace(old, new, 1), encoding="utf-8")
     with pytest.raises(ConfigError) as info:
         _load(d)
     return info.value.message
+
+
+def recipe_error(d: Path, old: str, new: str) -> str:
+    return _edit_error(d, "demo.yaml", RECIPE, old, new)
 
 
 def patchset_error(d: Path, old: str, new: str) -> str:
-    assert old in PATCHSET, old
-    (d / "patchsets/widen-guard/patchset.yaml").write_text(PATCHSET.replace(old, new, 1), encoding="utf-8")
-    with pytest.raises(ConfigError) as info:
-        _load(d)
-    return info.value.message
+    return _edit_error(d, "patchsets/widen-guard/patchset.yaml", PATCHSET, old, new)
 
 
 def test_the_unedited_fixture_loads(tree: Path) -> None:
