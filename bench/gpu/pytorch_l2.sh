@@ -10,6 +10,10 @@
 #       with the time left, ATen/THC CUDA sources compiled one by one with the recipe's nvcc flags
 #   every log goes through `lgpatch classify --json` when that command exists.
 #
+# Session 1's record (docs/gpu-proofs.md). Since then the recipe's build section is the whole tree and needs the
+# submodules, which this script does not carry (--no-submodules): its L2 step now stops at configure. L2 with the
+# current recipe is step 2b of bench/gpu/pytorch_l3.sh (`lgpatch build --target c10 --target c10_cuda`).
+#
 # Inputs, carried from the repository root (ignored paths; see docs/recipes/pytorch-lms.md for how to make them):
 #   .carry/pytorch-lms/pt-shallow.tar                           depth-1 clone of pytorch at v1.5.0 (12 MB)
 #   .carry/pytorch-lms/pytorch_v1.5.0_large_model_support.patch IBM's LMS patch (sha256 cef6859b...)

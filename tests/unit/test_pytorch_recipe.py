@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 LMS_URL = ("https://raw.githubusercontent.com/IBM/pytorch-large-model-support/"
            "cf971a3ddbfe5643556d88be4d4723370d88c3fd/patches/pytorch_v1.5.0_large_model_support.patch")
 LMS_SHA = "cef6859b0f9d7367240f097b89259759cca4ccf1e92c0a04e51cb1d31a868812"
-PATCHSETS = ["cudnn8-version-header", "cusparse-spmm", "cudnn8-get-algorithm",
+PATCHSETS = ["cudnn8-version-header", "cusparse-spmm", "cudnn8-get-algorithm", "cudnn9-rnn",
              "gpudefs-arch-bound", "kernel-launch-check",
              "gcc13-includes", "caffe2-api-rename", "cmake4-arch-list", "cuda12-removals",
              "cuda12-nvtx3", "py312-distutils", "cuda13-removals", "cuda13-cxx17"]
