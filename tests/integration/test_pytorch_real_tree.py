@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import git, requires_nvcc
 
+from legacy_gpu_patch.plan import make_plan, resolve_params
+from legacy_gpu_patch.recipe import SearchPath, find_recipe
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 MIRROR = os.environ.get("LGPATCH_PYTORCH_MIRROR")
@@ -42,7 +45,7 @@ def _lms_patch(tmp_path: Path) -> Path:
     return out
 
 
-@pytest.mark.parametrize("cuda, arch, applied", [("11.1", "sm_86", 7), ("13.0", "sm_90", 10)])
+@pytest.mark.parametrize("cuda, arch, applied", [("11.1", "sm_86", 12), ("13.0", "sm_90", 22)])
 def test_real_tree_applies_strictly_and_reverts(tmp_path: Path, lgpatch, cuda: str, arch: str,
                                                 applied: int) -> None:
     res = lgpatch("cache", "add", _lms_patch(tmp_path))
@@ -53,7 +56,11 @@ def test_real_tree_applies_strictly_and_reverts(tmp_path: Path, lgpatch, cuda: s
     assert res.code == 0, res.err
     assert f"{applied} step(s) applied" in res.err
     assert "inexact" not in res.err
-    assert res.err.count("all exact") == applied - 2  # the two inserts report where they inserted instead
+    # every patch hunk exact; inserts and regex steps report where and how many instead
+    recipe = find_recipe("pytorch-lms", SearchPath.from_options())
+    plan = [p for p in make_plan(recipe, resolve_params(recipe, {"cuda": cuda, "arch": arch})) if p.selected]
+    assert len(plan) == applied
+    assert res.err.count("all exact") == sum(p.step.kind in ("patch", "url-patch") for p in plan)
     assert (wt / "c10/core/LargeModelSupport.h").is_file()  # LMS is there, under every later step
     res = lgpatch("revert", "--workdir", wt)
     assert res.code == 0, res.err
