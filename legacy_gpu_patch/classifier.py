@@ -3,9 +3,12 @@
 Rules are data (legacy_gpu_patch/rules/*.yaml, schema in rules_config.py). The log is read once, in chunks:
 
 1. **Candidate lines.** A handful of case-sensitive literals ("triggers": `rror`, `ERROR`, `fatal`, `ndefined`, ...)
-   are searched with `bytes.find` over each chunk. `bytes.find` runs at C speed and touches no line that cannot
+   are searched with `bytes.find` over each chunk (a trigger holding a byte rare in logs, such as the R of `ERROR`,
+   through a memchr for that byte: see _Finder). `bytes.find` runs at C speed and touches no line that cannot
    matter, which is what makes a pure-Python classifier fast enough for gigabyte logs: per-line Python work is paid
-   only for the few lines that contain a trigger (and for the few lines after them, for context).
+   only for the few lines that contain a trigger (and for the few lines after them, for context). The commonest of
+   those (compiler command echoes with -Werror, include chains and progress lines naming ErrorHandling.cpp) are
+   decided on their raw bytes by one bytes regex of the lead exceptions, undecoded (see Classifier._raw_skipped).
 2. **Normalisation** of a candidate: ANSI colours, CI prefixes (ISO timestamps, Docker BuildKit `#16 72.51`, Spack
    `>> 853`, MSBuild `1>`, progress `[ 45%]`/`[12/345]`), curly/guillemet quotes (gcc's ‘…’, »…«, « … »), localized
    severity words (Fehler, erreur, エラー, 错误, ...) and interleaved progress fragments from parallel jobs.
@@ -26,17 +29,24 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Optional
 
 from legacy_gpu_patch.errors import ConfigError
 from legacy_gpu_patch.resources import rules_dir
 from legacy_gpu_patch.rules_config import CATEGORIES, RULES_FILE_SCHEMA
 from legacy_gpu_patch.schema import Ctx, did_you_mean
 from legacy_gpu_patch.yamlio import LineDict, load_file
+
+try:  # the regex parser, to tell anchored patterns and first bytes (Python 3.11+; sre_parse before)
+    from re import _constants as _sre_constants
+    from re import _parser as _sre_parse
+except ImportError:  # pragma: no cover - Python < 3.11
+    import sre_constants as _sre_constants  # type: ignore[no-redef]
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 __all__ = [
     "CATEGORIES",
@@ -237,8 +247,9 @@ def _compile(pattern: str, flags: int, ctx: Ctx) -> re.Pattern[str]:
         raise ctx.error(f"invalid regular expression: {exc}") from None
 
 
-def _compile_rule(r: dict[str, Any], raw: Any, macros: dict[str, str], literal_sets: dict[str, list[str]],
-                  ctx: Ctx) -> Rule:
+def _compile_rule(
+    r: dict[str, Any], raw: Any, macros: dict[str, str], literal_sets: dict[str, list[str]], ctx: Ctx
+) -> Rule:
     def sub(key: str) -> Ctx:
         return ctx.child(key, _key_line(raw, key, ctx.line))
 
@@ -299,26 +310,25 @@ def _compile_rule(r: dict[str, Any], raw: Any, macros: dict[str, str], literal_s
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 # One CI/tool prefix at the start of a line; applied repeatedly ("2024-...Z #16 72.51 1>foo.cpp(3): error ...").
 # Prefixes eat one separator, so the indentation after them survives (CMake continues its messages indented).
-_PREFIX_RE = re.compile(
-    r"""^(?:
-        \ufeff
-      | \d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]?  # ISO 8601 (GitHub, GitLab)
-      | \[\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\][ \t]?
-      | \[\d\d:\d\d:\d\d(?:[.,]\d+)?\][ \t]?                                    # [12:00:00]
-      | \d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]                                           # 12:00:00
-      | \#\d+[ \t]\d+\.\d+[ \t]?                                                  # Docker BuildKit "#16 72.51 "
-      | >>[ \t]*\d+[ \t]+                                                         # Spack ">> 853    "
-      | \d{1,7}[ \t]{4,}(?=\S)                                                    # Spack context "  854    "
-      | >[ \t]+                                                                   # quoted in an issue or mail
-      | \d{1,4}>(?=\S)                                                            # MSBuild "1>"
-      | \[[ \t]*\d{1,3}%\][ \t]+                                                  # CMake/make progress
-      | \[\d+/\d+\][ \t]+                                                         # ninja progress
-      | E[ \t]{2,}(?=\S)                                                          # pytest failure lines
-      | \|[ \t]+                                                                  # bitbake/yocto "| "
-      | \#\#\[(?:group|endgroup|section|command)\]                                # GitHub/Azure markers
-    )""",
-    re.X,
+# (?=[^\s\x1c-\x1f]) is \S spelled so that the bytes twin below reads ASCII exactly as the str pattern does.
+_PREFIXES = (
+    r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]?",  # ISO 8601 (GitHub, GitLab)
+    r"\[\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\][ \t]?",
+    r"\[\d\d:\d\d:\d\d(?:[.,]\d+)?\][ \t]?",  # [12:00:00]
+    r"\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]",  # 12:00:00
+    r"\#\d+[ \t]\d+\.\d+[ \t]?",  # Docker BuildKit "#16 72.51 "
+    r">>[ \t]*\d+[ \t]+",  # Spack ">> 853    "
+    r"\d{1,7}[ \t]{4,}(?=[^\s\x1c-\x1f])",  # Spack context "  854    "
+    r">[ \t]+",  # quoted in an issue or mail
+    r"\d{1,4}>(?=[^\s\x1c-\x1f])",  # MSBuild "1>"
+    r"\[[ \t]*\d{1,3}%\][ \t]+",  # CMake/make progress
+    r"\[\d+/\d+\][ \t]+",  # ninja progress
+    r"E[ \t]{2,}(?=[^\s\x1c-\x1f])",  # pytest failure lines
+    r"\|[ \t]+",  # bitbake/yocto "| "
+    r"\#\#\[(?:group|endgroup|section|command)\]",  # GitHub/Azure markers
 )
+_PREFIX_RE = re.compile("^(?:\ufeff|" + "|".join(_PREFIXES) + ")")
+_RAW_PREFIX_RE = re.compile(("(?:" + "|".join(_PREFIXES) + ")").encode())  # for ASCII lines (no BOM in them)
 # A progress message of another parallel job glued in front of / behind a diagnostic.
 _GLUED_HEAD_RE = re.compile(
     r"^(?:Building|Linking|Generating|Compiling|Scanning)\b.*?\.(?:o|obj|so|a)(?=/|[A-Za-z]:\\)"
@@ -327,28 +337,106 @@ _GLUED_TAIL_RE = re.compile(r"(?<=\S)\[[ \t]*\d{1,3}%\][ \t]+(?:Building|Linking
 
 _QUOTES = str.maketrans(
     {
-        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u00b4": "'",
-        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"',
-        "\u00ab": "'", "\u00bb": "'", "\u2039": "'", "\u203a": "'",
-        "\u300c": "'", "\u300d": "'", "\u300e": "'", "\u300f": "'",
-        "\u00a0": " ", "\u202f": " ", "\u2009": " ", "\u3000": " ",
-        "\uff1a": ":", "\uff08": "(", "\uff09": ")",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u00b4": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u00ab": "'",
+        "\u00bb": "'",
+        "\u2039": "'",
+        "\u203a": "'",
+        "\u300c": "'",
+        "\u300d": "'",
+        "\u300e": "'",
+        "\u300f": "'",
+        "\u00a0": " ",
+        "\u202f": " ",
+        "\u2009": " ",
+        "\u3000": " ",
+        "\uff1a": ":",
+        "\uff08": "(",
+        "\uff09": ")",
     }
 )
 _SPACED_QUOTE_RE = re.compile("\u00ab[ \u00a0\u202f]*([^\u00bb\n]*?)[ \u00a0\u202f]*\u00bb")  # French « x » → 'x'
 
 # Localized severity words of gcc/clang/MSVC/ld (gcc's .po files); only the position before ':' is rewritten.
 _LOCAL_SEVERITY = {
-    "fatal error": ["schwerwiegender Fehler", "erreur fatale", "errore fatale", "error fatal", "erro fatal",
-                    "致命的エラー", "致命错误", "致命錯誤", "фатальная ошибка", "치명적 오류", "błąd krytyczny",
-                    "fatale fout", "kritická chyba"],
-    "error": ["Fehler", "erreur", "errore", "erro", "エラー", "错误", "錯誤", "ошибка", "помилка", "오류", "błąd",
-              "hata", "chyba", "hiba", "fout", "fel", "virhe", "σφάλμα", "lỗi"],
-    "warning": ["Warnung", "avertissement", "attenzione", "aviso", "advertencia", "警告", "предупреждение",
-                "попередження", "경고", "ostrzeżenie", "uyarı", "varování", "figyelmeztetés", "waarschuwing",
-                "varning", "varoitus", "cảnh báo"],
-    "note": ["Anmerkung", "Hinweis", "remarque", "nota", "備考", "附注", "附註", "замечание", "참고", "uwaga",
-             "poznámka", "opmerking", "anm"],
+    "fatal error": [
+        "schwerwiegender Fehler",
+        "erreur fatale",
+        "errore fatale",
+        "error fatal",
+        "erro fatal",
+        "致命的エラー",
+        "致命错误",
+        "致命錯誤",
+        "фатальная ошибка",
+        "치명적 오류",
+        "błąd krytyczny",
+        "fatale fout",
+        "kritická chyba",
+    ],
+    "error": [
+        "Fehler",
+        "erreur",
+        "errore",
+        "erro",
+        "エラー",
+        "错误",
+        "錯誤",
+        "ошибка",
+        "помилка",
+        "오류",
+        "błąd",
+        "hata",
+        "chyba",
+        "hiba",
+        "fout",
+        "fel",
+        "virhe",
+        "σφάλμα",
+        "lỗi",
+    ],
+    "warning": [
+        "Warnung",
+        "avertissement",
+        "attenzione",
+        "aviso",
+        "advertencia",
+        "警告",
+        "предупреждение",
+        "попередження",
+        "경고",
+        "ostrzeżenie",
+        "uyarı",
+        "varování",
+        "figyelmeztetés",
+        "waarschuwing",
+        "varning",
+        "varoitus",
+        "cảnh báo",
+    ],
+    "note": [
+        "Anmerkung",
+        "Hinweis",
+        "remarque",
+        "nota",
+        "備考",
+        "附注",
+        "附註",
+        "замечание",
+        "참고",
+        "uwaga",
+        "poznámka",
+        "opmerking",
+        "anm",
+    ],
 }
 _LOCAL_WORDS = {w: en for en, words in _LOCAL_SEVERITY.items() for w in words}
 _LOCAL_RE = re.compile(
@@ -385,7 +473,7 @@ def strip_prefixes(text: str) -> str:
         m = _PREFIX_RE.match(body)
         if not m or not m.end():
             break
-        text = body[m.end():]
+        text = body[m.end() :]
     return text.rstrip()
 
 
@@ -411,7 +499,7 @@ def normalize(text: str) -> str:
     if text[:1] in "BLGCS" and (".o/" in text or ".obj" in text or ".o\\" in text):
         m = _GLUED_HEAD_RE.match(text)
         if m:
-            text = text[m.end():]
+            text = text[m.end() :]
     return text
 
 
@@ -569,25 +657,132 @@ _MARKER_RE = re.compile(r"\b(?:error|warning|fatal|note)\b[ \t]*:|[a-z](?:Error|
 # --------------------------------------------------------------------------------------------- classifier
 
 
-# Lead exceptions that can be tested on the raw bytes of a plain line (no colours, no \r, no CI prefix): the
-# compiler command echoes, include chains, progress, CMake status and test lines that make up most trigger-holding
-# lines of a build log. A raw match means normalize() leaves the head as it is and the same exception reads it.
+# Lead exceptions that can be tested on the raw bytes of a plain line (ASCII, no colours, no \r; CI prefixes
+# stripped as normalize() strips them): the compiler command echoes, include chains, progress, CMake status and
+# test lines that make up most trigger-holding lines of a build log. A raw match means normalize() leaves the head
+# as it is and the same exception reads it (on ASCII text a bytes pattern and its str twin agree, case-insensitive
+# ones included, as long as the text holds none of \x1c-\x1f, which only str patterns count as whitespace).
 _RAW_SKIP_IDS = ("command-echo", "include-chain", "progress-line", "cmake-status", "test-result-line")
-_RAW_PROGRESS = rb"(?:\[[ \t]*\d{1,3}%\][ \t]+|\[\d+/\d+\][ \t]+)?"
+# normalize() strips a glued progress message only from a text starting with one of these (see normalize)
+_GLUE_FIRST = frozenset(b"BLGCS")
 
 
-def _lead_steps(lead: Sequence[Rule]) -> list[tuple[Rule, list[tuple[int, Rule]] | None]]:
+def _first_bytes(regex: re.Pattern[bytes]) -> frozenset[int] | None:
+    """The bytes a match of `regex` can start with, or None when that is not plain to see."""
+    if regex.flags & re.IGNORECASE:
+        return None
+    c = _sre_constants
+
+    def first(items: Any) -> set[int] | None:
+        for op, av in items:
+            if op is c.AT:
+                continue  # zero-width
+            if op is c.LITERAL:
+                return {av}
+            if op is c.IN:
+                out: set[int] = set()
+                for iop, iav in av:
+                    if iop is c.LITERAL:
+                        out.add(iav)
+                    elif iop is c.RANGE:
+                        out.update(range(iav[0], iav[1] + 1))
+                    elif iop is c.CATEGORY and iav is c.CATEGORY_DIGIT:
+                        out.update(b"0123456789")
+                    else:
+                        return None
+                return out
+            if op is c.SUBPATTERN:
+                return None if av[1] & re.IGNORECASE else first(av[3])
+            if op is c.BRANCH:
+                union: set[int] = set()
+                for branch in av[1]:
+                    f = first(branch)
+                    if f is None:
+                        return None
+                    union |= f
+                return union
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
+                return first(av[2])
+            return None
+        return None
+
+    try:
+        found = first(_sre_parse.parse(regex.pattern, regex.flags))
+    except Exception:  # an internal module: any surprise means "not known"
+        return None
+    return frozenset(found) if found is not None else None
+
+
+_RAW_PREFIX_FIRST = _first_bytes(_RAW_PREFIX_RE)
+# first bytes of a line _strip_raw_prefixes may change (all of them where the prefixes' first bytes are unknown)
+_MAY_BE_PREFIXED = frozenset(
+    bytes((b,)) for b in (range(256) if _RAW_PREFIX_FIRST is None else (*_RAW_PREFIX_FIRST, 0x20, 0x09))
+)
+
+
+def _strip_raw_prefixes(raw: bytes) -> bytes:
+    """strip_prefixes() for an ASCII line without colours or \\r, in bytes (its indentation and end kept)."""
+    text = raw
+    for _ in range(8):
+        body = text.lstrip(b" \t")
+        if not body or (_RAW_PREFIX_FIRST is not None and body[0] not in _RAW_PREFIX_FIRST):
+            break
+        m = _RAW_PREFIX_RE.match(body)
+        if not m or not m.end():
+            break
+        text = body[m.end() :]
+    return text
+
+
+def _anchored(regex: re.Pattern[Any]) -> bool:
+    """Whether every match of `regex` must start at the beginning of the text (each branch starts with `^`).
+
+    Such a pattern is run with match(), not search(): search() tries it at every position of the line (sre only
+    stops early for a pattern whose very first item is `^`, not for `(^a)|(^b)`), match() once. False when unsure.
+    """
+    if regex.flags & re.MULTILINE:
+        return False
+    try:
+        parsed = _sre_parse.parse(regex.pattern, regex.flags)
+    except Exception:  # an internal module: any surprise means "not known to be anchored"
+        return False
+    c = _sre_constants
+    begin = (c.AT_BEGINNING, c.AT_BEGINNING_STRING)
+
+    def starts(items: Any) -> bool:
+        if not len(items):
+            return False
+        op, av = items[0]
+        if op is c.AT:
+            return av in begin
+        if op is c.SUBPATTERN:
+            add_flags = av[1]
+            return not add_flags & re.MULTILINE and starts(av[3])
+        if op is c.BRANCH:
+            return all(starts(b) for b in av[1])
+        if op is getattr(c, "ATOMIC_GROUP", None):
+            return starts(av)
+        return False
+
+    return starts(parsed)
+
+
+_Step = tuple[Rule, Optional[list[tuple[int, Rule]]], Callable[[str], Optional["re.Match[str]"]]]
+
+
+def _lead_steps(lead: Sequence[Rule]) -> list[_Step]:
     """The lead rules in order, runs of two or more exceptions without prefilter merged into one regex.
 
-    A merged step is (a stand-in Rule holding the merged regex, [(group of each member, member)]); the others are
-    (rule, None). Each member's pattern is wrapped in a group of its own, numbered after the groups before it.
+    A merged step is (a stand-in Rule holding the merged regex, [(group of each member, member)], its matcher); the
+    others are (rule, None, matcher). Each member's pattern is wrapped in a group of its own, numbered after the
+    groups before it. The matcher is the regex's match() where the pattern is anchored (see _anchored), else search().
     """
-    steps: list[tuple[Rule, list[tuple[int, Rule]] | None]] = []
+    steps: list[_Step] = []
     run: list[Rule] = []
 
     def close_run() -> None:
         if len(run) < 2:
-            steps.extend((r, None) for r in run)
+            steps.extend((r, None, _matcher(r.regex)) for r in run)
         else:
             parts, members, idx = [], [], 1
             for r in run:
@@ -599,9 +794,9 @@ def _lead_steps(lead: Sequence[Rule]) -> list[tuple[Rule, list[tuple[int, Rule]]
             try:
                 merged = re.compile("|".join(parts))
             except re.error:  # duplicate group names across members: keep them apart
-                steps.extend((r, None) for r in run)
+                steps.extend((r, None, _matcher(r.regex)) for r in run)
             else:
-                steps.append((replace(run[0], regex=merged), members))
+                steps.append((replace(run[0], regex=merged), members, _matcher(merged)))
         run.clear()
 
     for rule in lead:
@@ -609,9 +804,19 @@ def _lead_steps(lead: Sequence[Rule]) -> list[tuple[Rule, list[tuple[int, Rule]]
             run.append(rule)
         else:
             close_run()
-            steps.append((rule, None))
+            steps.append((rule, None, _matcher(rule.regex)))
     close_run()
     return steps
+
+
+def _matcher(regex: re.Pattern[str]) -> Callable[[str], re.Match[str] | None]:
+    return regex.match if _anchored(regex) else regex.search
+
+
+@lru_cache(maxsize=8)
+def _lead_machinery(lead: tuple[Rule, ...]) -> tuple[re.Pattern[bytes] | None, list[_Step]]:
+    """The raw fast-path regex and the lead steps of a rule set, built once (a Classifier is cheap to make)."""
+    return _raw_skip_regex(lead), _lead_steps(lead)
 
 
 def _raw_skip_regex(lead: Sequence[Rule]) -> re.Pattern[bytes] | None:
@@ -627,14 +832,84 @@ def _raw_skip_regex(lead: Sequence[Rule]) -> re.Pattern[bytes] | None:
         if rule.id not in _RAW_SKIP_IDS:
             continue
         src = rule.regex.pattern
-        if not src.startswith("^") or not src.isascii() or rule.regex.flags & re.IGNORECASE:
+        if not src.startswith("^") or not src.isascii():
             continue
-        body = src[1:].encode()
-        prefix = _RAW_PROGRESS if rule.id == "progress-line" else b""
-        parts.append(b"[ \t]*" + prefix + b"(?:" + body + b")")
+        group = b"(?i:" if rule.regex.flags & re.IGNORECASE else b"(?:"
+        parts.append(group + src[1:].encode() + b")")
     if not parts:
         return None
-    return re.compile(b"|".join(parts))
+    # the indentation once, before the alternation: its branches then start with a literal that sre tests first
+    return re.compile(b"[ \t]*(?:" + b"|".join(parts) + b")")
+
+
+# Bytes rare in build logs, rarest first. Most of a log is lowercase words, digits, paths and flags; its uppercase
+# letters are mostly those of CUDA, CMAKE, CXX, TORCH and of capitalised words (Found, Linking, Fill), and these are
+# left out. Non-ASCII bytes rank before all.
+_RARE_BYTES = b"`~^|@!$&?;{}\\*QZJVYKWGBHPNRO"
+PLAIN_AFTER_MISS = 8 << 20  # bytes searched with bytes.find after a trigger's rare byte proved frequent
+
+
+@lru_cache(maxsize=256)
+def _rare_index(needle: bytes) -> int:
+    """Index in `needle` of its rarest byte by _RARE_BYTES, or -1 (none, or a trigger searched only where its
+    non-ASCII lead byte occurs: there its bytes are not rare)."""
+    if not needle[:1].isascii():
+        return -1
+    best, best_rank = -1, len(_RARE_BYTES)
+    for i, byte in enumerate(needle):
+        if byte >= 0x80:
+            rank = -1
+        else:
+            rank = _RARE_BYTES.find(bytes((byte,)))
+            if rank < 0:
+                continue
+        if rank < best_rank:
+            best, best_rank = i, rank
+    return best
+
+
+class _Finder:
+    """One trigger's search: bytes.find, or, for a trigger that holds a byte rare in build logs ("ERROR",
+    "Killed", "** WARNING"), memchr for that byte (bytes.find of one byte: many bytes a cycle) with each hit checked
+    in place. Fastsearch steps through a log a few bytes at a time, and slower when the log is full of the trigger's
+    letters; the rare byte is skipped to. Where the rare byte turns out frequent (more than one miss per 2 KiB
+    searched), the search falls back to bytes.find for the next PLAIN_AFTER_MISS bytes: never much slower than the
+    plain search. Both return the same position: the first occurrence at or after `pos` ending by `end`.
+    """
+
+    __slots__ = ("byte", "k", "needle", "plain_left")
+
+    def __init__(self, needle: bytes) -> None:
+        self.needle = needle
+        self.k = _rare_index(needle)
+        self.byte = needle[self.k : self.k + 1] if self.k >= 0 else b""
+        self.plain_left = 0
+
+    def first(self, block: bytes, pos: int, end: int) -> int:
+        return self.rare(block, pos, end) if self.byte else block.find(self.needle, pos, end)
+
+    def rare(self, block: bytes, pos: int, end: int) -> int:
+        needle = self.needle
+        find = block.find
+        if self.plain_left > 0:
+            q = find(needle, pos, end)
+            self.plain_left -= (q if q >= 0 else end) - pos
+            return q
+        k = self.k
+        byte = self.byte
+        startswith = block.startswith
+        budget = 8 + ((end - pos) >> 11)
+        q = find(byte, pos + k, end)
+        while q >= 0:
+            if startswith(needle, q - k, end):
+                return q - k
+            budget -= 1
+            if budget < 0:
+                # every start up to q - k was checked: none holds the trigger
+                self.plain_left = PLAIN_AFTER_MISS
+                return find(needle, q - k + 1, end)
+            q = find(byte, q + 1, end)
+        return -1
 
 
 def _starts_before(m: re.Match[str], seam: int) -> bool:
@@ -685,17 +960,16 @@ class Classifier:
         self._literal_rules = self.rules.literal_rules
         self._always = self.rules.always
         self.full_scan = full_scan
-        self._core = tuple(t for t in self.rules.triggers if t[0] < 0x80)
-        self._gated = tuple((t[:1], t) for t in self.rules.triggers if t[0] >= 0x80)
-        self._extended = self.rules.extended_triggers
+        self._core = tuple(_Finder(t) for t in self.rules.triggers if t[0] < 0x80)
+        self._gated = tuple((t[:1], _Finder(t)) for t in self.rules.triggers if t[0] >= 0x80)
+        self._extended = tuple(_Finder(t) for t in self.rules.extended_triggers)
         self._scanned = 0
         self._recent: deque[_Recent] = deque()
         self._recent_bytes = 0
         self._block_start = 0  # where the chunk being scanned starts in its block
         self._consequence = False
         self.on_finding: Any = None  # callback(finding, new: bool) for live displays
-        self._raw_skip = _raw_skip_regex(self._rules[: self._lead])
-        self._lead_steps = _lead_steps(self._rules[: self._lead])
+        self._raw_skip, self._lead_steps = _lead_machinery(self._rules[: self._lead])
 
     # ----------------------------------------------------------------------------------------- feeding
 
@@ -768,8 +1042,10 @@ class Classifier:
 
     # ----------------------------------------------------------------------------------------- scanning
 
-    def _needles(self, block: bytes, extended: bool) -> Sequence[bytes]:
-        if not self._gated or block.isascii():
+    def _needles(self, block: bytes, extended: bool, ascii: bool | None = None) -> Sequence[_Finder]:
+        if ascii is None:
+            ascii = block.isascii()
+        if not self._gated or ascii:
             return self._core + self._extended if extended else self._core
         needles = list(self._core)
         leads: dict[bytes, bool] = {}
@@ -784,7 +1060,7 @@ class Classifier:
         return needles
 
     @staticmethod
-    def _candidates(block: bytes, needles: Iterable[bytes], start: int = 0, end: int = -1) -> dict[int, int]:
+    def _candidates(block: bytes, needles: Iterable[_Finder], start: int = 0, end: int = -1) -> dict[int, int]:
         """Line start → position of the first trigger in that line, for every line of block[start:end] (whole
         lines) holding a trigger."""
         if end < 0:
@@ -793,7 +1069,7 @@ class Classifier:
         rfind = block.rfind
         cands: dict[int, int] = {}
         for needle in needles:
-            p = find(needle, start, end)
+            p = needle.first(block, start, end)
             while p >= 0:
                 s = rfind(b"\n", start, p) + 1 or start
                 if s not in cands or cands[s] > p:
@@ -801,7 +1077,7 @@ class Classifier:
                 p = find(b"\n", p, end)
                 if p < 0:
                     break
-                p = find(needle, p, end)
+                p = needle.first(block, p, end)
         return cands
 
     def _scan(self, block: bytes, start: int = 0, end: int = -1) -> None:
@@ -813,40 +1089,62 @@ class Classifier:
         consequence line ("make: *** Error 1", "collect2: ld returned 1") is found, the recent chunks are searched
         again with them, and so is the end of the log. Each trigger costs a pass over the data; this keeps the
         passes over a gigabyte log to the few core ones.
+
+        The passes are interleaved with the line work: each trigger's next occurrence is kept and searched again
+        only once the scan has gone past it, so the lines come in order without a table of them, and a line the
+        raw fast path decides (see _raw_skipped) costs a few C calls. Line numbers are counted only for the lines
+        that need one, and once per chunk for the rest.
         """
         find = block.find
+        rfind = block.rfind
         if end < 0:
             end = len(block)
         extended = self._scanned < self.full_scan
         self._scanned += end - start
         self._block_start = start
-        cands = self._candidates(block, self._needles(block, extended), start, end)
+        plain = block.isascii()  # then so is every line: _raw_skipped need not ask
+        # [next occurrence, trigger, its rare-byte search or None] of each trigger present; `end` once it has none left
+        nexts: list[list[Any]] = []
+        for finder in self._needles(block, extended, plain):
+            rare = finder.rare if finder.byte else None
+            p = rare(block, start, end) if rare is not None else find(finder.needle, start, end)
+            if p >= 0:
+                nexts.append([p, finder.needle, rare])
         processed: set[int] = set()
         base = self.lines
-        size = end
         counted_pos = start
         counted = 0
-        pos = start  # first byte not yet looked at
-        starts = sorted(cands) if cands else []
-        i = 0
-        n_starts = len(starts)
-        while pos < size:
+        pos = start  # first byte not yet looked at (a line start)
+        raw_skipped = self._raw_skipped
+        while pos < end:
+            hit = end  # the first trigger at or after pos
+            for nx in nexts:
+                p = nx[0]
+                if p < pos:
+                    rare = nx[2]
+                    p = rare(block, pos, end) if rare is not None else find(nx[1], pos, end)
+                    if p < 0:
+                        p = end
+                    nx[0] = p
+                if p < hit:
+                    hit = p
             if self._want > 0:
-                s = pos
-                hit = cands.get(s, -1)
+                s = pos  # context, block or join: the next line, trigger or not
+                e = find(b"\n", s)
+                if hit >= e:
+                    hit = -1
+            elif hit >= end:
+                break
             else:
-                while i < n_starts and starts[i] < pos:
-                    i += 1
-                if i >= n_starts:
-                    break
-                s = starts[i]
-                hit = cands[s]
-                i += 1
-            e = find(b"\n", s)
+                s = rfind(b"\n", pos, hit) + 1 or pos
+                e = find(b"\n", hit)
+                if raw_skipped(block[s:e], plain):
+                    processed.add(s)
+                    pos = e + 1
+                    continue
             counted += block.count(b"\n", counted_pos, s)
             counted_pos = s
-            lineno = base + counted + 1
-            if self._line(lineno, block, s, e, hit):
+            if self._line(base + counted + 1, block, s, e, hit, checked=self._want <= 0):
                 processed.add(s)
             pos = e + 1
         self.lines = base + counted + block.count(b"\n", counted_pos, end)
@@ -935,8 +1233,41 @@ class Classifier:
             out.extend(reversed(carry[-need:]))
         return [_context_text(b) for b in reversed(out)]
 
-    def _line(self, lineno: int, block: bytes, s: int, e: int, hit: int) -> bool:
-        """Look at one line; True when it was classified or taken into a block or join (done with it)."""
+    def _raw_skipped(self, raw: bytes, ascii: bool = False) -> bool:
+        """Whether a plain line is decided on its raw bytes: a command echo, include chain or progress line.
+
+        The raw regex (see _raw_skip_regex) reads the line as normalize() would leave it only when the line is
+        ASCII and holds nothing that normalize() rewrites besides its prefixes (stripped here as there): colours,
+        \\r, a progress message of another job glued in front ("Building x.o/src/a.cpp:1: error"), localized
+        severity words of ASCII languages (they end the line with LOCAL_MARK, which an anchored `$` then misses).
+        Then the same exception reads the normalized text, and the decode and normalisation are saved. A long line
+        is read on its first MATCH_WINDOW bytes, as _line() reads it.
+        """
+        skip = self._raw_skip
+        if skip is None or not (ascii or raw.isascii()):
+            return False
+        head = raw if len(raw) <= MATCH_WINDOW else raw[:MATCH_WINDOW]
+        if head[:1] in _MAY_BE_PREFIXED:
+            head = _strip_raw_prefixes(head)
+        if skip.match(head) is None:
+            return False
+        # `in` on str: bytes' `in` first tries the needle as an int and pays for the TypeError, several times slower
+        text = raw.decode("latin-1")
+        if "\x1b" in text or "\r" in text or "\x1c" in text or "\x1d" in text or "\x1e" in text or "\x1f" in text:
+            return False
+        # _LOCAL_RE rewrites a word only before a colon: most command echoes have none
+        if ":" in text and ("ehler" in text or "rreur" in text or "rrore" in text):
+            return False
+        body = head.lstrip()
+        if body and body[0] not in _GLUE_FIRST:
+            return True
+        return not (".o/" in text or ".obj" in text or ".o\\" in text)
+
+    def _line(self, lineno: int, block: bytes, s: int, e: int, hit: int, checked: bool = False) -> bool:
+        """Look at one line; True when it was classified or taken into a block or join (done with it).
+
+        `checked`: the caller already knows the raw fast path does not decide the line.
+        """
         raw = block[s:e]
         if self._want > 0:
             self._want -= 1
@@ -960,11 +1291,8 @@ class Classifier:
                     return True
         if hit < 0:
             return False
-        skip = self._raw_skip
-        if (skip is not None and skip.match(raw, 0, MATCH_WINDOW)
-                and b"\x1b" not in raw and b"\r" not in raw
-                and b".o/" not in raw and b".obj" not in raw and b".o\\" not in raw):  # glued progress messages
-            return True  # a command echo, include chain or progress line (see _raw_skip_regex)
+        if not checked and self._raw_skipped(raw):
+            return True  # a command echo, include chain or progress line
         if len(raw) > MATCH_WINDOW:
             # A long line: the anchored lead rules (command echoes) read its head, the others a window around
             # its first trigger; memory and time per line stay bounded whatever the line's length.
@@ -1005,10 +1333,10 @@ class Classifier:
 
     def _lead_match(self, text: str) -> tuple[Rule, re.Match[str]] | None:
         low = None
-        for rule, group in self._lead_steps:
+        for rule, group, find in self._lead_steps:
             if group is not None:
                 # consecutive exceptions without prefilter, as one regex: which one matched does not matter
-                gm = rule.regex.search(text)
+                gm = find(text)
                 if gm:
                     for idx, member in group:
                         if gm.start(idx) >= 0:
@@ -1022,7 +1350,7 @@ class Classifier:
                         break
                 else:
                     continue
-            m = rule.regex.search(text)
+            m = find(text)
             if m:
                 return rule, m
         return None
@@ -1114,17 +1442,26 @@ class Classifier:
         if p is None:
             return False
         self._pending = None
-        if (next_text and (p.text[-1:].isalnum() or p.text[-1:] in "_-/.")
-                and next_raw[:1] not in (b" ", b"\t") and not _NEW_MESSAGE_RE.match(next_text)
-                and not _PY_EXC_RE.match(next_text) and not _MARKER_RE.search(next_text)):
+        if (
+            next_text
+            and (p.text[-1:].isalnum() or p.text[-1:] in "_-/.")
+            and next_raw[:1] not in (b" ", b"\t")
+            and not _NEW_MESSAGE_RE.match(next_text)
+            and not _PY_EXC_RE.match(next_text)
+            and not _MARKER_RE.search(next_text)
+        ):
             # a next line that reads as a message of its own continues this one only where the joined reading
             # starts in this line (an identifier cut in two), not where it is all the next line's
             own = self._own_message(next_text)
             for joined in (p.text + next_text, f"{p.text} {next_text}"):
                 hit = self.match(joined)
-                if (hit is not None and not hit[0].generic and not hit[0].exception
-                        and (p.rule.generic or hit[0].priority < p.rule.priority)
-                        and not (own and not _starts_before(hit[1], len(p.text)))):
+                if (
+                    hit is not None
+                    and not hit[0].generic
+                    and not hit[0].exception
+                    and (p.rule.generic or hit[0].priority < p.rule.priority)
+                    and not (own and not _starts_before(hit[1], len(p.text)))
+                ):
                     self._record(hit[0], hit[1], p.lineno, joined, p.before)
                     return True
         self._record(p.rule, p.match, p.lineno, p.text, p.before)
@@ -1210,6 +1547,7 @@ CHUNK = 1 << 20
 
 
 def classify_stream(stream: BinaryIO, classifier: Classifier | None = None, chunk: int = CHUNK) -> Classifier:
+    """Classify a whole stream; the classifier is closed (its end searched with the extended triggers too)."""
     c = classifier or Classifier()
     read = stream.read
     while True:
@@ -1217,7 +1555,7 @@ def classify_stream(stream: BinaryIO, classifier: Classifier | None = None, chun
         if not data:
             break
         c.feed(data)
-    c.flush()
+    c.close()  # not flush() alone: the end of a log is where a build fails (see Classifier._scan)
     return c
 
 

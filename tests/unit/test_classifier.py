@@ -22,7 +22,7 @@ def parse_fixture(path: Path) -> tuple[bytes, dict[int, list[str]]]:
         if line.startswith(b"#=# "):
             continue
         if line.startswith(MARK):
-            expect[len(body) + 1] = line[len(MARK):].decode().split()
+            expect[len(body) + 1] = line[len(MARK) :].decode().split()
             continue
         body.append(line)
     return b"\n".join(body), expect
@@ -52,8 +52,9 @@ def check_fixture(data: bytes, expect: dict[int, list[str]], findings: list[Find
                 problems.append(f"line {ln}: rule {f.rule}, expected {value}: {text}")
     for ln, f in sorted(got.items()):
         if ln not in expect:
-            problems.append(f"line {ln}: unexpected {f.category} ({f.rule}): "
-                            f"{lines[ln - 1].decode('utf-8', 'replace')[:120]}")
+            problems.append(
+                f"line {ln}: unexpected {f.category} ({f.rule}): {lines[ln - 1].decode('utf-8', 'replace')[:120]}"
+            )
     return problems
 
 
@@ -101,21 +102,29 @@ def test_full_scan_limit_does_not_change_a_failing_tail() -> None:
 
 def test_seed_table_errors_name_their_patchsets() -> None:
     data, _expect = parse_fixture(FIXTURES / "seeds" / "pytorch-1.5-lms.log")
-    want = {"cudnn8-version-header", "cusparse-spmm", "gpudefs-arch-bound", "cudnn8-get-algorithm",
-            "kernel-launch-check", "caffe2-api-rename"}
+    want = {
+        "cudnn8-version-header",
+        "cusparse-spmm",
+        "gpudefs-arch-bound",
+        "cudnn8-get-algorithm",
+        "kernel-launch-check",
+        "caffe2-api-rename",
+    }
     got = {p for f in classify_bytes(data) for p in f.patchsets}
     assert want <= got
 
 
 def test_first_root_cause_is_ranked_first() -> None:
-    findings = classify_lines([
-        "make[2]: *** [x.o] Error 1",  # a consequence, first in the log
-        "src/a.cpp:3:1: error: expected ';' before '}' token",  # generic
-        "/usr/bin/c++ -Werror -c ErrorHandling.cpp",
-        "src/b.cpp:7:27: error: 'numeric_limits' is not a member of 'std'",  # the known root cause
-        "src/c.h:1:1: warning: unused variable 'x' [-Wunused-variable]",
-        "warning: cupy/core/core.pyx:878:4: __nonzero__ was removed in Python 3; use __bool__ instead",
-    ])
+    findings = classify_lines(
+        [
+            "make[2]: *** [x.o] Error 1",  # a consequence, first in the log
+            "src/a.cpp:3:1: error: expected ';' before '}' token",  # generic
+            "/usr/bin/c++ -Werror -c ErrorHandling.cpp",
+            "src/b.cpp:7:27: error: 'numeric_limits' is not a member of 'std'",  # the known root cause
+            "src/c.h:1:1: warning: unused variable 'x' [-Wunused-variable]",
+            "warning: cupy/core/core.pyx:878:4: __nonzero__ was removed in Python 3; use __bool__ instead",
+        ]
+    )
     assert [f.category for f in findings] == ["missing-std-include", "other", "other", "cython-incompat"]
     assert findings[0].file == "src/b.cpp" and findings[0].line == 7
     assert findings[1].rule == "compiler-error"
@@ -161,16 +170,18 @@ def test_context_lines_before_and_after_cross_chunks() -> None:
 
 
 def test_cmake_block_is_one_finding_with_its_wrapped_text() -> None:
-    findings = classify_lines([
-        "CMake Error at CMakeLists.txt:1 (cmake_minimum_required):",
-        "  Compatibility with CMake < 3.5 has been removed from",
-        "  CMake.",
-        "",
-        "  Or, add -DCMAKE_POLICY_VERSION_MINIMUM=3.5 to try configuring anyway.",
-        "",
-        "",
-        "-- Configuring incomplete, errors occurred!",
-    ])
+    findings = classify_lines(
+        [
+            "CMake Error at CMakeLists.txt:1 (cmake_minimum_required):",
+            "  Compatibility with CMake < 3.5 has been removed from",
+            "  CMake.",
+            "",
+            "  Or, add -DCMAKE_POLICY_VERSION_MINIMUM=3.5 to try configuring anyway.",
+            "",
+            "",
+            "-- Configuring incomplete, errors occurred!",
+        ]
+    )
     assert [f.category for f in findings] == ["cmake-min-version", "other"]
     f = findings[0]
     assert f.log_line == 1 and f.file == "CMakeLists.txt" and f.line == 1
@@ -181,10 +192,12 @@ def test_cmake_block_is_one_finding_with_its_wrapped_text() -> None:
 
 def test_ci_wrapped_identifier_is_joined() -> None:
     # a console that wraps at 80 columns cut the identifier in two
-    (f,) = classify_lines([
-        '/var/ci/ws/aten/src/ATen/native/sparse/cuda/SparseCUDABlas.cu(104): error: ident',
-        'ifier "cusparseScsrmm2" is undefined',
-    ])
+    (f,) = classify_lines(
+        [
+            "/var/ci/ws/aten/src/ATen/native/sparse/cuda/SparseCUDABlas.cu(104): error: ident",
+            'ifier "cusparseScsrmm2" is undefined',
+        ]
+    )
     assert f.rule == "cusparse-csrmm2-removed" and f.log_line == 1
     # a short line is a whole line: it is not joined
     (f,) = classify_lines(['/ws/a.cu(104): error: identifier "cusparseScs', 'rmm2" is undefined'])
@@ -192,24 +205,29 @@ def test_ci_wrapped_identifier_is_joined() -> None:
 
 
 def test_indented_next_line_is_not_a_wrapped_continuation() -> None:
-    findings = classify_lines([
-        "src/kernel.cu(12): error: expression must have a constant value and something else happens here too",
-        "      cudaThreadSynchronize();",
-    ])
+    findings = classify_lines(
+        [
+            "src/kernel.cu(12): error: expression must have a constant value and something else happens here too",
+            "      cudaThreadSynchronize();",
+        ]
+    )
     assert [f.rule for f in findings] == ["compiler-error"]
 
 
-@pytest.mark.parametrize("prefix", [
-    "2024-05-01T12:00:00.1234567Z ",
-    "#16 72.51 ",
-    "  >> 853    ",
-    "  1>",
-    "[2024-05-01 12:00:00] ",
-    "12:00:01 ",
-    "| ",
-    "> ",
-    "E       ",
-])
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "2024-05-01T12:00:00.1234567Z ",
+        "#16 72.51 ",
+        "  >> 853    ",
+        "  1>",
+        "[2024-05-01 12:00:00] ",
+        "12:00:01 ",
+        "| ",
+        "> ",
+        "E       ",
+    ],
+)
 def test_ci_prefixes(prefix: str) -> None:
     (f,) = classify_lines([prefix + "/src/c10/util/Half.h:462:5: error: 'uint8_t' was not declared in this scope"])
     assert f.category == "missing-std-include"
@@ -230,27 +248,34 @@ def test_quotes_and_localized_severity_are_normalized() -> None:
 
 
 def test_deprecation_warnings_are_not_errors() -> None:
-    findings = classify_lines([
-        "/src/x.cu(42): warning #1444-D: function \"cusparseScsrmm2\" was declared deprecated",
-        "/src/x.cpp:42:3: warning: 'cusparseScsrmm2' is deprecated: use cusparseSpMM [-Wdeprecated-declarations]",
-        "DeprecationWarning: `np.int` is a deprecated alias for the builtin `int`.",
-        "CMake Deprecation Warning at CMakeLists.txt:1 (cmake_minimum_required):",
-        "  Compatibility with CMake < 3.10 will be removed from a future version of CMake.",
-        "nvcc warning : The 'compute_35' and 'sm_35' architectures are deprecated, and may be removed.",
-    ])
+    findings = classify_lines(
+        [
+            '/src/x.cu(42): warning #1444-D: function "cusparseScsrmm2" was declared deprecated',
+            "/src/x.cpp:42:3: warning: 'cusparseScsrmm2' is deprecated: use cusparseSpMM [-Wdeprecated-declarations]",
+            "DeprecationWarning: `np.int` is a deprecated alias for the builtin `int`.",
+            "CMake Deprecation Warning at CMakeLists.txt:1 (cmake_minimum_required):",
+            "  Compatibility with CMake < 3.10 will be removed from a future version of CMake.",
+            "nvcc warning : The 'compute_35' and 'sm_35' architectures are deprecated, and may be removed.",
+        ]
+    )
     assert findings == []
     (f,) = classify_lines(["/src/x.cpp:42:3: error: 'cusparseScsrmm2' is deprecated [-Werror=deprecated-declarations]"])
     assert f.category == "removed-cusparse-api"
 
 
 def test_files_named_error_are_not_errors() -> None:
-    assert classify_lines([
-        "[12/400] Building CXX object c10/CMakeFiles/c10.dir/util/ErrorHandling.cpp.o",
-        "/usr/bin/c++ -Werror=return-type -c /src/c10/util/ErrorHandling.cpp -o ErrorHandling.cpp.o",
-        "In file included from /src/c10/util/ErrorHandling.h:3,",
-        "copying torch/utils/error.py -> build/lib/torch/utils",
-        "tests/test_errors.py::test_error_handling PASSED",
-    ]) == []
+    assert (
+        classify_lines(
+            [
+                "[12/400] Building CXX object c10/CMakeFiles/c10.dir/util/ErrorHandling.cpp.o",
+                "/usr/bin/c++ -Werror=return-type -c /src/c10/util/ErrorHandling.cpp -o ErrorHandling.cpp.o",
+                "In file included from /src/c10/util/ErrorHandling.h:3,",
+                "copying torch/utils/error.py -> build/lib/torch/utils",
+                "tests/test_errors.py::test_error_handling PASSED",
+            ]
+        )
+        == []
+    )
 
 
 def test_invalid_utf8_never_crashes() -> None:
@@ -283,12 +308,14 @@ def test_error_deep_inside_a_long_line_is_found_in_its_window() -> None:
 
 
 def test_python_exception_gets_location_from_traceback() -> None:
-    (f,) = classify_lines([
-        "Traceback (most recent call last):",
-        '  File "/work/chainer/link.py", line 112, in add_param',
-        "    if isinstance(shape, collections.Iterable):",
-        "AttributeError: module 'collections' has no attribute 'Iterable'",
-    ])
+    (f,) = classify_lines(
+        [
+            "Traceback (most recent call last):",
+            '  File "/work/chainer/link.py", line 112, in add_param',
+            "    if isinstance(shape, collections.Iterable):",
+            "AttributeError: module 'collections' has no attribute 'Iterable'",
+        ]
+    )
     assert (f.file, f.line) == ("/work/chainer/link.py", 112)
     assert f.category == "python-removed-api"
 
@@ -320,14 +347,20 @@ def test_rules_load_once_and_are_shared() -> None:
 
 def test_long_line_does_not_swallow_next_message() -> None:
     # a long line that ends in a word may be wrapped, but a next line that is a message of its own stays one
-    findings = classify_lines([
-        'caffe/include/caffe/vision_layers.hpp(310): error: identifier "cudnnConvolutionBwdFilterAlgo_t" is undefined',
-        "conv.cudafe1.cpp:(.text+0x270): undefined reference to `cudnnGetConvolutionForwardAlgorithm'",
-        'Error (active)\tE0020\tidentifier "cusparseCcsrsv2_bufferSize" is undefined\tJCusparse\tC:\\J.cpp\t4994',
-        "cusparseScsrmm2 is deprecated in CUDA 11",
-    ])
+    findings = classify_lines(
+        [
+            'caffe/include/caffe/vision_layers.hpp(310): error: identifier "cudnnConvolutionBwdFilterAlgo_t" '
+            "is undefined",
+            "conv.cudafe1.cpp:(.text+0x270): undefined reference to `cudnnGetConvolutionForwardAlgorithm'",
+            'Error (active)\tE0020\tidentifier "cusparseCcsrsv2_bufferSize" is undefined\tJCusparse\tC:\\J.cpp\t4994',
+            "cusparseScsrmm2 is deprecated in CUDA 11",
+        ]
+    )
     assert [(f.log_line, f.category) for f in findings] == [
-        (1, "removed-cudnn-api"), (2, "removed-cudnn-api"), (3, "removed-cusparse-api"), (4, "removed-cusparse-api"),
+        (1, "removed-cudnn-api"),
+        (2, "removed-cudnn-api"),
+        (3, "removed-cusparse-api"),
+        (4, "removed-cusparse-api"),
     ]
 
 
