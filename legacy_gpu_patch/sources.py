@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from legacy_gpu_patch import cache, progress
+from legacy_gpu_patch import cache, mirrors, progress
 from legacy_gpu_patch import submodules as sub_mirrors
 from legacy_gpu_patch.errors import SourceError, UnsafePathError
 from legacy_gpu_patch.gitutil import Git
@@ -37,43 +37,6 @@ class Prepared:
 
 
 # ------------------------------------------------------------------------------------------------ git
-
-
-def clone_mirror(url: str, dest: Path) -> None:
-    """Create a bare mirror with GitPython, showing clone progress (the one place we talk to the remote)."""
-    import git
-
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + f".tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    with progress.bar(f"cloning {url}", unit="items") as bar:
-
-        class _Progress(git.RemoteProgress):
-            def update(self, op_code: int, cur_count: Any, max_count: Any = None, message: str = "") -> None:
-                bar.update(float(cur_count or 0), float(max_count) if max_count else None)
-
-        try:
-            git.Repo.clone_from(url, tmp, mirror=True, progress=_Progress(), env={"GIT_TERMINAL_PROMPT": "0"})
-        except git.GitCommandError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise SourceError(
-                f"cannot clone {url}: {str(exc.stderr).strip() or exc}",
-                hint="offline? pass --source PATH with a local clone or mirror of this repository",
-            ) from None
-    os.replace(tmp, dest)  # a killed clone never leaves a half mirror under the real name
-
-
-def fetch_into(store: Path, url: str, refspecs: list[str]) -> None:
-    import git
-
-    with progress.bar(f"fetching {url}", unit="items"):
-        try:
-            git.Repo(store).git.fetch(url, *refspecs, env={"GIT_TERMINAL_PROMPT": "0"})
-        except git.GitCommandError as exc:
-            raise SourceError(
-                f"cannot fetch {' '.join(refspecs)} from {url}: {str(exc.stderr).strip() or exc}",
-                hint="offline? pass --source PATH with a local clone that has this ref",
-            ) from None
 
 
 def verify_pin(store: Git, ref: str, commit: str, what: str) -> str | None:
@@ -98,19 +61,9 @@ def object_store_with(url: str, ref: str, commit: str, local: Path | None, offli
     if local is not None and Git(local).rev(commit):
         verify_pin(Git(local), ref, commit, str(local))
         return local
-    mirror = cache.mirror_path(url)
-    if not mirror.exists():
-        if offline:
-            raise SourceError(f"{url} is not in the cache and --offline was given")
-        clone_mirror(url, mirror)
-    store = Git(mirror)
-    if store.rev(commit) is None:
-        if offline:
-            raise SourceError(f"{commit[:12]} ({ref}) of {url} is not in the cache and --offline was given")
-        fetch_into(mirror, url, [f"+refs/tags/{ref}:refs/tags/{ref}"])
-        if store.rev(commit) is None:
-            fetch_into(mirror, url, [commit])
-    verify_pin(store, ref, commit, url)
+    # the tag first: a mirror should know the ref the recipe names, so verify_pin can check it against the pin
+    mirror = mirrors.mirror_holding(url, commit, offline, f"{url} {ref}", [f"+refs/tags/{ref}:refs/tags/{ref}"])
+    verify_pin(Git(mirror), ref, commit, url)
     return mirror
 
 

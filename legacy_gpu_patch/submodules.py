@@ -13,14 +13,12 @@ A recipe says `submodules: true` (all, recursively) or lists the paths its build
 
 from __future__ import annotations
 
-import os
 import posixpath
-import shutil
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from legacy_gpu_patch import cache, progress
+from legacy_gpu_patch import mirrors, progress
 from legacy_gpu_patch.errors import SourceError
 from legacy_gpu_patch.gitutil import Git
 
@@ -91,32 +89,15 @@ def select(available: list[Submodule], wanted: bool | list[str], where: str) -> 
 
 def mirror_with(sub: Submodule, offline: bool) -> Path:
     """The cache mirror of the submodule's URL, holding its pinned commit (cloned or fetched when online)."""
-    mirror = cache.mirror_path(sub.url)
-    store = Git(mirror)
-    if mirror.exists() and store.rev(sub.commit):
-        _pin_ref(store, sub.commit)
-        return mirror
-    if offline:
-        raise SourceError(
-            f"submodule {sub.path}: commit {sub.commit[:12]} of {sub.url} is not in the cache and --offline was given",
-            hint=f"on a machine with network, clone it and run `lgpatch cache add-mirror {sub.url} CLONE` here",
-        )
-    from legacy_gpu_patch import sources  # sources imports this module
-
-    if not mirror.exists():
-        sources.clone_mirror(sub.url, mirror)
-    if store.rev(sub.commit) is None:
-        sources.fetch_into(mirror, sub.url, [sub.commit])
-    if store.rev(sub.commit) is None:
-        raise SourceError(f"submodule {sub.path}: {sub.url} has no commit {sub.commit}")
-    _pin_ref(store, sub.commit)
+    mirror = mirrors.mirror_holding(sub.url, sub.commit, offline, f"submodule {sub.path}")
+    _pin_ref(Git(mirror), sub.commit)
     return mirror
 
 
 def _pin_ref(store: Git, commit: str) -> None:
     """A tag on the pin: `git submodule update` clones branches and tags only, and a commit that nothing there
     reaches (a shallow mirror, a pin on a deleted branch) would otherwise not come along."""
-    store.run("update-ref", f"refs/tags/lgpatch/pin-{commit}", commit)
+    store.run("update-ref", mirrors.pin_ref(commit), commit)
 
 
 def update(tree_dir: Path, wanted: bool | list[str], parent_url: str, offline: bool) -> list[str]:
@@ -139,42 +120,3 @@ def update(tree_dir: Path, wanted: bool | list[str], parent_url: str, offline: b
         if wanted is True:  # all means all the way down, like `git submodule update --recursive`
             done += [f"{sub.path}/{p}" for p in update(tree_dir / sub.path, True, sub.url, offline)]
     return done
-
-
-def add_mirror(url: str, clone: Path) -> Path:
-    """Make `clone` (any local clone, bare or not, shallow or not) the cache's mirror of `url`."""
-    src = Git(clone)
-    if src.run("rev-parse", "--git-dir", check=False).returncode != 0:
-        raise SourceError(f"{clone}: not a git repository")
-    mirror = cache.mirror_path(url)
-    if mirror.exists():
-        _fetch_all(Git(mirror), clone)
-        return mirror
-    mirror.parent.mkdir(parents=True, exist_ok=True)
-    tmp = mirror.with_name(mirror.name + f".tmp-add-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        Git(mirror.parent).run("init", "--quiet", "--bare", str(tmp))
-        _fetch_all(Git(tmp), clone)
-        if not Git(tmp).out("for-each-ref", "--count=1"):
-            raise SourceError(
-                f"{clone}: no branch, tag or HEAD commit to copy; nothing was added",
-                hint="a shallow fetch of a bare commit leaves no ref: `git update-ref refs/heads/pinned COMMIT` first",
-            )
-        tmp.rename(mirror)  # a killed add never leaves a half mirror under the real name
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return mirror
-
-
-def _fetch_all(store: Git, clone: Path) -> None:
-    # Every commit of the clone must come along, also one only HEAD reaches (a detached submodule checkout).
-    source = str(Path(clone).resolve())
-    head = Git(clone).rev("HEAD")
-    # --update-shallow: a shallow clone (only the pins, as carried to an offline node) is a valid source
-    proc = store.run("fetch", "--quiet", "--update-shallow", source, "+refs/heads/*:refs/heads/*",
-                     "+refs/tags/*:refs/tags/*", check=False)
-    if proc.returncode != 0:
-        raise SourceError(f"cannot copy {clone} into the cache: {proc.stderr.decode(errors='replace').strip()}")
-    if head and store.rev(head) is None:
-        store.run("fetch", "--quiet", "--update-shallow", source, f"+{head}:refs/tags/lgpatch/pin-{head}")

@@ -56,7 +56,7 @@ def add(ctx: click.Context, files: tuple[Path, ...], allow_any: bool) -> None:
 @click.argument("clone", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def add_mirror(url: str, clone: Path) -> None:
     """Use the local git CLONE as the cache's mirror of URL (a source or a submodule), for offline apply."""
-    from legacy_gpu_patch.submodules import add_mirror as add
+    from legacy_gpu_patch.mirrors import add_mirror as add
 
     mirror = add(url, clone)
     console.info(f"{url} → {mirror}")
