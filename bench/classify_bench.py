@@ -181,7 +181,7 @@ def _write(out: Any, size: int, rnd: random.Random) -> int:
 
 
 def triggers() -> list[str]:
-    from legacy_gpu_patch.classifier import load_rules
+    from legacy_gpu_patch.classify.classifier import load_rules
 
     rules = load_rules()
     return [t.decode() for t in rules.triggers]
@@ -195,7 +195,7 @@ def warm(path: Path) -> None:
 
 def time_classifier(path: Path) -> tuple[float, float, int, int]:
     """(wall seconds, CPU seconds, findings, lines) of classifying `path` the way `lgpatch classify` reads it."""
-    from legacy_gpu_patch.classifier import Classifier, classify_stream, load_rules
+    from legacy_gpu_patch.classify.classifier import Classifier, classify_stream, load_rules
 
     load_rules()
     warm(path)
@@ -225,7 +225,7 @@ def time_grep(path: Path, pats: list[str]) -> tuple[float, float, int] | None:
 _RSS_CHILD = """
 import sys, resource
 sys.path.insert(0, {repo!r})
-from legacy_gpu_patch.classifier import Classifier, classify_stream
+from legacy_gpu_patch.classify.classifier import Classifier, classify_stream
 with open({path!r}, 'rb') as fh:
     c = classify_stream(fh, Classifier())
 print(len(c.findings()), c.lines, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
@@ -241,7 +241,7 @@ def peak_rss(path: Path) -> tuple[int, int, float]:
 
 def baseline_rss() -> float:
     code = (
-        f"import sys, resource; sys.path.insert(0, {str(REPO)!r}); import legacy_gpu_patch.classifier as c; "
+        f"import sys, resource; sys.path.insert(0, {str(REPO)!r}); import legacy_gpu_patch.classify.classifier as c; "
         "c.load_rules(); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
     )
     return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout) / 1024.0

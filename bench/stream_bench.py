@@ -6,7 +6,7 @@
 
 The command is a Python program printing realistic build lines (ninja progress, warnings, a few errors).
 - raw:    its output goes to a file (what `cmd > build.log` costs).
-- runner: legacy_gpu_patch.runner.Runner runs it: output read in chunks from a pipe, written to a log file,
+- runner: legacy_gpu_patch.build.runner.Runner runs it: output read in chunks from a pipe, written to a log file,
           passed through to a plain (non-TTY) display writing to /dev/null, and fed to the classifier.
 Overhead = (runner - raw) / raw, wall time, best of --repeat runs each. Goal: <= 3%.
 Stands alone: stdlib plus the legacy_gpu_patch package of this checkout.
@@ -57,8 +57,8 @@ def raw_run(argv: list[str], out: Path) -> float:
 
 
 def runner_run(argv: list[str], log: Path) -> tuple[float, int, int, float]:
-    from legacy_gpu_patch.classifier import Classifier, load_rules
-    from legacy_gpu_patch.runner import PlainDisplay, Runner
+    from legacy_gpu_patch.build.runner import PlainDisplay, Runner
+    from legacy_gpu_patch.classify.classifier import Classifier, load_rules
 
     load_rules()
     c = Classifier()

@@ -53,7 +53,7 @@ class LazyGroup(click.Group):
         # click's own "No such command" has no suggestion; ours names the closest command.
         name = args[0] if args else ""
         if args and not name.startswith("-") and name not in COMMANDS:
-            from legacy_gpu_patch.schema import did_you_mean
+            from legacy_gpu_patch.config.schema import did_you_mean
 
             ctx.fail(f"no such command {name!r}{did_you_mean(name, COMMANDS)}")
         return super().resolve_command(ctx, args)

@@ -45,7 +45,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # lgpatch's stdlib-only modules, without installing it
 
-from legacy_gpu_patch import jit_cache, nvcc_probe  # noqa: E402
+from legacy_gpu_patch.cuda import jit_cache, nvcc_probe  # noqa: E402
 
 GOAL_RATIO = 1.2
 SMALL_CACHE = "1000000"

@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 
 import click
 
+from legacy_gpu_patch.config.recipe import Recipe, SearchPath, find_recipe
 from legacy_gpu_patch.errors import ConfigError
-from legacy_gpu_patch.recipe import Recipe, SearchPath, find_recipe
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -8,8 +8,8 @@ import click
 
 from legacy_gpu_patch import console
 from legacy_gpu_patch.commands._common import collect_params, load, param_options
-from legacy_gpu_patch.engine import ApplyOptions, apply
-from legacy_gpu_patch.plan import resolve_params
+from legacy_gpu_patch.ledger.engine import ApplyOptions, apply
+from legacy_gpu_patch.ledger.plan import resolve_params
 
 
 @click.command("apply")

@@ -41,13 +41,13 @@ def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str
 
     Exit codes: 0 built, 9 a build command failed, 10 interrupted (Ctrl-C/SIGTERM; the report is still written).
     """
-    from legacy_gpu_patch.build import plan_commands, resolve_options, run_build
-    from legacy_gpu_patch.classifier import Classifier
+    from legacy_gpu_patch.build.run import plan_commands, resolve_options, run_build
+    from legacy_gpu_patch.build.runner import make_display
+    from legacy_gpu_patch.classify.classifier import Classifier
     from legacy_gpu_patch.commands._common import search_path
     from legacy_gpu_patch.console import console, emit_json
-    from legacy_gpu_patch.reports import emit, write_step_summary
-    from legacy_gpu_patch.runner import make_display
-    from legacy_gpu_patch.worktree import WorkTree
+    from legacy_gpu_patch.ledger.worktree import WorkTree
+    from legacy_gpu_patch.report.reports import emit, write_step_summary
 
     fmt = "json" if as_json else fmt
     wt = WorkTree.open(workdir, shared=True)
@@ -90,7 +90,7 @@ def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str
 def _load_recipe(ctx: click.Context, wt: object) -> object:
     """Until WorkTree.recipe() exists: the recipe file recorded in the ledger, else the recipe by name."""
     from legacy_gpu_patch.commands._common import search_path
-    from legacy_gpu_patch.recipe import find_recipe, load_recipe
+    from legacy_gpu_patch.config.recipe import find_recipe, load_recipe
 
     state = wt.state  # type: ignore[attr-defined]
     search = search_path(ctx)

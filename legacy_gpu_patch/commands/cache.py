@@ -7,11 +7,11 @@ from typing import Any
 
 import click
 
-from legacy_gpu_patch import cache as store
 from legacy_gpu_patch import console
 from legacy_gpu_patch.commands._common import search_path
+from legacy_gpu_patch.config.recipe import all_recipes
 from legacy_gpu_patch.errors import ConfigError, SourceError
-from legacy_gpu_patch.recipe import all_recipes
+from legacy_gpu_patch.source import cache as store
 
 
 def expected_files(ctx: click.Context) -> dict[str, list[str]]:
@@ -56,7 +56,7 @@ def add(ctx: click.Context, files: tuple[Path, ...], allow_any: bool) -> None:
 @click.argument("clone", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def add_mirror(url: str, clone: Path) -> None:
     """Use the local git CLONE as the cache's mirror of URL (a source or a submodule), for offline apply."""
-    from legacy_gpu_patch.mirrors import add_mirror as add
+    from legacy_gpu_patch.source.mirrors import add_mirror as add
 
     mirror = add(url, clone)
     console.info(f"{url} → {mirror}")

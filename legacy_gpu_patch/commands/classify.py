@@ -43,9 +43,9 @@ def command(log: str, as_json: bool, fmt: str | None, report_dir: Path | None, c
 
     Exit code 11 when error findings exist, 0 otherwise.
     """
-    from legacy_gpu_patch.classifier import Classifier, classify_stream
+    from legacy_gpu_patch.classify.classifier import Classifier, classify_stream
     from legacy_gpu_patch.console import console
-    from legacy_gpu_patch.reports import Report, emit, render_text, write_reports, write_step_summary
+    from legacy_gpu_patch.report.reports import Report, emit, render_text, write_reports, write_step_summary
 
     fmt = "json" if as_json else (fmt or "text")
     stream, source = _open(log)

@@ -28,14 +28,14 @@ def command(ctx: click.Context, as_json: bool, recipe_name: str | None, cuda: st
     Without a GPU it still checks the toolchain. With --recipe R (and --param k=v, --cuda, --arch) the exit code
     tells CI whether this machine can build and run that recipe.
     """
-    from legacy_gpu_patch import doctor
+    from legacy_gpu_patch.cuda import doctor
 
     recipe = None
     values: dict[str, Any] = {}
     search = search_path(ctx)
     if recipe_name:
-        from legacy_gpu_patch.plan import resolve_params
-        from legacy_gpu_patch.recipe import find_recipe
+        from legacy_gpu_patch.config.recipe import find_recipe
+        from legacy_gpu_patch.ledger.plan import resolve_params
 
         recipe = find_recipe(recipe_name, search)
         values = resolve_params(recipe, collect_params(cuda, arch, python_version, params))
@@ -142,6 +142,6 @@ def _render(report: Any) -> None:
 
 
 def _human(n: int | None) -> str:
-    from legacy_gpu_patch.jit_cache import human
+    from legacy_gpu_patch.cuda.jit_cache import human
 
     return human(n)

@@ -8,8 +8,8 @@ import click
 
 from legacy_gpu_patch import console
 from legacy_gpu_patch.commands._common import workdir_option
-from legacy_gpu_patch.engine import export
-from legacy_gpu_patch.worktree import WorkTree
+from legacy_gpu_patch.ledger.engine import export
+from legacy_gpu_patch.ledger.worktree import WorkTree
 
 
 @click.command("export")

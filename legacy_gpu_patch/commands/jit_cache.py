@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from legacy_gpu_patch import console
-from legacy_gpu_patch import jit_cache as jc
+from legacy_gpu_patch.cuda import jit_cache as jc
 
 
 @click.group("jit-cache")

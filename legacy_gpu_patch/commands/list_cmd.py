@@ -6,8 +6,8 @@ import click
 
 from legacy_gpu_patch import console
 from legacy_gpu_patch.commands._common import search_path
+from legacy_gpu_patch.config.recipe import all_recipes
 from legacy_gpu_patch.errors import ConfigError
-from legacy_gpu_patch.recipe import all_recipes
 
 
 @click.command("list")

@@ -6,7 +6,7 @@ import click
 
 from legacy_gpu_patch import console
 from legacy_gpu_patch.commands._common import collect_params, load, param_options
-from legacy_gpu_patch.plan import make_plan, resolve_params
+from legacy_gpu_patch.ledger.plan import make_plan, resolve_params
 
 
 @click.command("show")

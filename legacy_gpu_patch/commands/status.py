@@ -9,10 +9,10 @@ import click
 
 from legacy_gpu_patch import console
 from legacy_gpu_patch.commands._common import search_path, workdir_option
+from legacy_gpu_patch.config.recipe import find_recipe
 from legacy_gpu_patch.errors import LgpatchError
-from legacy_gpu_patch.plan import make_plan
-from legacy_gpu_patch.recipe import find_recipe
-from legacy_gpu_patch.worktree import WorkTree
+from legacy_gpu_patch.ledger.plan import make_plan
+from legacy_gpu_patch.ledger.worktree import WorkTree
 
 
 def step_table(wt: WorkTree, ctx: click.Context) -> tuple[list[dict[str, Any]], str | None]:

@@ -15,7 +15,7 @@ _STYLE = {"ok": "green", "wrong": "bold red", "skipped": "yellow", "not-standalo
 
 
 def _split_archs(values: tuple[str, ...]) -> list[str]:
-    from legacy_gpu_patch import conditions
+    from legacy_gpu_patch.config import conditions
 
     archs: list[str] = []
     for value in values:
@@ -49,8 +49,8 @@ def command(ctx: click.Context, workdir: Path, arch_opts: tuple[str, ...], only:
     tree and in a pristine checkout of its baseline. A probe passes when the patched file compiles and the
     pristine one does what the recipe declares (fails with the expected error, or compiles). Probes that cannot
     compile standalone are listed with their reason. Exit code 13 when any probe gives the wrong answer."""
-    from legacy_gpu_patch import verify
-    from legacy_gpu_patch.worktree import WorkTree
+    from legacy_gpu_patch.build import verify
+    from legacy_gpu_patch.ledger.worktree import WorkTree
 
     wt = WorkTree.open(workdir, shared=True)
     try:
@@ -79,7 +79,7 @@ def command(ctx: click.Context, workdir: Path, arch_opts: tuple[str, ...], only:
 
 def _recipe_of(wt: object, ctx: click.Context) -> object:
     """The recipe the tree was patched with: its recorded file when it still exists, else its name."""
-    from legacy_gpu_patch.recipe import find_recipe, load_recipe
+    from legacy_gpu_patch.config.recipe import find_recipe, load_recipe
 
     search = search_path(ctx)
     state = wt.state  # type: ignore[attr-defined]

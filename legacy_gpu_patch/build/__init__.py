@@ -1,0 +1,1 @@
+"""Running the recipe's build: options and variables, the streaming runner, compile probes (verify)."""

@@ -1,0 +1,1 @@
+"""The error classifier: rules as data (rules/*.yaml), the scanner, findings."""

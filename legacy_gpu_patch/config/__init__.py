@@ -1,0 +1,1 @@
+"""Recipes and patchsets as schema data: YAML with line numbers, schemas, conditions, globs, shipped data."""

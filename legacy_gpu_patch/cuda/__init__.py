@@ -1,0 +1,1 @@
+"""CUDA knowledge: toolkit tables, arch flags, the target planner, nvcc probing, the JIT cache, doctor."""

@@ -1,0 +1,260 @@
+"""apply / revert / export: the operations that change a work tree, built on the ledger (worktree.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from legacy_gpu_patch import console
+from legacy_gpu_patch.config.recipe import Recipe
+from legacy_gpu_patch.errors import DirtyTreeError, LgpatchError, StateError
+from legacy_gpu_patch.ledger import steps
+from legacy_gpu_patch.ledger.plan import PlannedStep, make_plan
+from legacy_gpu_patch.ledger.worktree import State, WorkTree, format_params
+from legacy_gpu_patch.source import sources
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    workdir: Path
+    params: dict[str, Any]
+    strict: bool
+    stash: bool = False
+    source: Path | None = None
+    offline: bool = False
+    submodules: bool | None = None
+
+
+@dataclass
+class ApplyReport:
+    workdir: Path
+    created: bool = False
+    rewound_to: str | None = None
+    applied: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    unchanged: int = 0
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    stashed: bool = False
+
+
+def _is_empty_dir(path: Path) -> bool:
+    return path.is_dir() and not any(path.iterdir())
+
+
+def _clean_stale_tmp(workdir: Path) -> None:
+    """Remove half-created trees of killed runs (their pid is gone)."""
+    for candidate in workdir.parent.glob(f".{workdir.name}.lgpatch-new-*"):
+        pid = candidate.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(candidate, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def create_tree(recipe: Recipe, opts: ApplyOptions) -> tuple[WorkTree, sources.Prepared]:
+    """Make the pristine tree in a temporary sibling folder, then rename it into place (atomic for a killed run)."""
+    workdir = opts.workdir
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    _clean_stale_tmp(workdir)
+    tmp = workdir.parent / f".{workdir.name}.lgpatch-new-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        if recipe.source_kind == "git":
+            prepared = sources.prepare_git(recipe, tmp, opts.source, opts.offline, opts.submodules)
+        else:
+            prepared = sources.prepare_sdist(recipe, tmp, opts.offline)
+        state = State(
+            recipe=recipe.name,
+            recipe_file=str(recipe.path.resolve()),
+            params=opts.params,
+            source=prepared.description,
+            baseline=prepared.baseline,
+            source_dir=str(prepared.source_dir) if prepared.source_dir else None,
+            notes=list(prepared.notes),
+        )
+        WorkTree.create(tmp, state, recipe.ignore)
+        if workdir.exists():
+            workdir.rmdir()  # only an empty folder gets here
+        os.replace(tmp, workdir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    wt = WorkTree.open(workdir)
+    return wt, prepared
+
+
+def _check_clean(wt: WorkTree, stash: bool, report: ApplyReport, action: str) -> None:
+    dirty = wt.dirty_paths()
+    if not dirty:
+        return
+    if stash:
+        with wt.journal("stash"):  # git stash takes index.lock and resets the tree: a kill here must be repairable
+            wt.git.run("stash", "push", "--include-untracked", "--quiet", "-m", f"lgpatch: your edits before {action}")
+        report.stashed = True
+        report.notes.append(
+            f"your uncommitted edits ({len(dirty)} path(s)) are kept in the newest git stash entry "
+            "(`git stash list`; bring them back with `git stash pop`)"
+        )
+        return
+    shown = "\n".join(f"    {p}" for p in dirty[:10])
+    if len(dirty) > 10:
+        shown += f"\n    … and {len(dirty) - 10} more"
+    raise DirtyTreeError(
+        f"{action} could overwrite these edits in {wt.root}:\n{shown}",
+        hint="commit them, or re-run with --stash to keep them in a git stash",
+    )
+
+
+def _commit_message(recipe: Recipe, planned: PlannedStep, params: dict[str, Any], messages: list[str]) -> str:
+    step = planned.step
+    subject = f"lgpatch: {step.key}"
+    lines = [subject, ""]
+    if step.description:
+        lines += [step.description.strip(), ""]
+    lines += [f"  {m}" for m in messages] + ([""] if messages else [])
+    lines += [
+        f"Lgpatch-Recipe: {recipe.name}",
+        f"Lgpatch-Patchset: {step.patchset}",
+        f"Lgpatch-Step: {step.key}",
+        f"Lgpatch-Digest: {planned.digest}",
+        f"Lgpatch-Params: {format_params(params)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def apply_step(wt: WorkTree, recipe: Recipe, planned: PlannedStep, ctx: steps.StepContext) -> steps.StepOutcome:
+    """One step, atomically: either a new commit holds all of it, or the tree is as before."""
+    with wt.journal("step", step=planned.step.key, digest=planned.digest):
+        try:
+            outcome = steps.run(ctx, planned.step)
+        except BaseException:
+            # Roll back whatever this step wrote; the tree was clean when it started.
+            wt.git.run("reset", "--quiet", "--hard", "HEAD")
+            wt.git.run("clean", "--quiet", "-fd")
+            raise
+        wt.git.commit_paths(outcome.touched, _commit_message(recipe, planned, ctx.params, outcome.messages))
+    return outcome
+
+
+def apply(recipe: Recipe, opts: ApplyOptions) -> ApplyReport:
+    report = ApplyReport(opts.workdir)
+    if not opts.workdir.exists() or _is_empty_dir(opts.workdir):
+        wt, prepared = create_tree(recipe, opts)
+        report.created = True
+        report.notes += list(prepared.notes)
+    else:
+        if not (opts.workdir / ".git" / "lgpatch" / "state.json").is_file():
+            raise StateError(
+                f"{opts.workdir} exists and is not an lgpatch work tree",
+                hint="choose a new or empty folder with --workdir",
+            )
+        wt = WorkTree.open(opts.workdir)
+        if wt.state.recipe != recipe.name:
+            raise StateError(
+                f"{wt.root} was made for recipe {wt.state.recipe}, not {recipe.name}",
+                hint="use another --workdir for a different recipe",
+            )
+        expected = _source_description(recipe)
+        if wt.state.source != expected:
+            raise StateError(
+                f"{wt.root} was made from {wt.state.source}; the recipe now pins {expected}",
+                hint="the pristine baseline cannot change in place: use a new --workdir",
+            )
+    try:
+        return _apply_in(wt, recipe, opts, report)
+    finally:
+        wt.release_lock()
+
+
+def _source_description(recipe: Recipe) -> str:
+    """Must match what sources.prepare_* record, so a changed pin is noticed on an existing tree."""
+    src = recipe.source
+    if recipe.source_kind == "git":
+        return f"git {src['url']} {src['ref']} @ {src['commit']}"
+    return f"sdist {sources.sdist_label(src)} sha256:{src['sha256']}"
+
+
+def _apply_in(wt: WorkTree, recipe: Recipe, opts: ApplyOptions, report: ApplyReport) -> ApplyReport:
+    plan = make_plan(recipe, opts.params)
+    selected = [p for p in plan if p.selected]
+    report.skipped = [{"step": p.step.key, "reasons": list(p.reasons)} for p in plan if not p.selected]
+    ledger = wt.ledger()
+    if ledger.foreign:
+        raise StateError(
+            f"{wt.root} has {len(ledger.foreign)} commit(s) after the lgpatch steps that lgpatch did not make "
+            f"(first: {ledger.foreign[0][:12]}); refusing to move the branch under them",
+            hint="move your commits to another branch (git branch mywork; git reset --hard <last lgpatch commit>)",
+        )
+    # How many applied steps still match the plan, in order?
+    keep = 0
+    for applied, planned in zip(ledger.applied, selected):
+        if applied.key != planned.step.key or applied.digest != planned.digest:
+            break
+        keep += 1
+    wt.state.params = opts.params
+    wt.state.recipe_file = str(recipe.path.resolve())
+    wt.save_state()
+    if keep == len(ledger.applied) == len(selected):
+        report.unchanged = keep
+        return report
+    if not report.created:  # a tree made a moment ago is pristine: skip the full-tree `git status` walk
+        _check_clean(wt, opts.stash, report, "apply")
+    if keep < len(ledger.applied):
+        target = ledger.applied[keep - 1].commit if keep else wt.baseline
+        with wt.journal("rewind", target=target):
+            wt.git.run("reset", "--quiet", "--hard", target)
+        report.rewound_to = ledger.applied[keep - 1].key if keep else "baseline"
+    report.unchanged = keep
+    ctx = steps.StepContext(
+        root=wt.root,
+        git=wt.git,
+        recipe=recipe,
+        params=opts.params,
+        strict=opts.strict,
+        source_dir=Path(wt.state.source_dir) if wt.state.source_dir else opts.source,
+        offline=opts.offline,
+    )
+    for planned in selected[keep:]:
+        try:
+            outcome = apply_step(wt, recipe, planned, ctx)
+        except LgpatchError:
+            console.info(f"[red]✗[/red] {planned.step.key}")
+            raise
+        for w in outcome.warnings:
+            console.warn(w)
+        report.warnings += outcome.warnings
+        report.applied.append({"step": planned.step.key, "messages": outcome.messages})
+        console.info(f"[green]✓[/green] {planned.step.key}: {'; '.join(outcome.messages)}")
+    return report
+
+
+def revert(wt: WorkTree, stash: bool) -> ApplyReport:
+    report = ApplyReport(wt.root)
+    _check_clean(wt, stash, report, "revert")
+    with wt.journal("reset", target=wt.baseline):
+        wt.git.run("reset", "--quiet", "--hard", wt.baseline)
+    return report
+
+
+def export(wt: WorkTree, dest: Path) -> list[str]:
+    """The applied steps as a `git format-patch` series plus a quilt `series` file, in order."""
+    dest.mkdir(parents=True, exist_ok=True)
+    out = wt.git.out(
+        "format-patch", "--binary", "--no-signature", "--full-index", "-o", str(dest.resolve()),
+        f"{wt.baseline}..HEAD",
+    )
+    names = [Path(line).name for line in out.splitlines() if line.strip()]
+    (dest / "series").write_text("".join(f"{n}\n" for n in names), encoding="utf-8")
+    return names

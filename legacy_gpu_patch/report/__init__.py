@@ -1,0 +1,1 @@
+"""Reports of a build or classification: text, JSON, JUnit, GitHub annotations and step summary."""

@@ -1,0 +1,1 @@
+"""Getting the pinned source: git mirrors, submodules from the mirror cache, sdists, the download cache."""

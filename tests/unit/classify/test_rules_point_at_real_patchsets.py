@@ -1,0 +1,20 @@
+"""A fix hint that names a patchset must name one that exists: the hint is what a user acts on."""
+
+from __future__ import annotations
+
+from legacy_gpu_patch.classify.classifier import load_rules
+from legacy_gpu_patch.config.recipe import SearchPath
+
+
+def test_every_patchset_named_by_a_rule_exists() -> None:
+    known = set(SearchPath.from_options().patchset_names())
+    missing = {(r.id, p) for r in load_rules().rules for p in r.patchsets if p not in known}
+    assert not missing, f"rules name patchsets that do not exist: {sorted(missing)}"
+
+
+def test_every_patchset_that_fixes_a_build_error_is_reachable_from_a_rule() -> None:
+    # Patchsets that only add safety or run-time behaviour (no build error to classify) are listed here on purpose.
+    not_build_errors = {"cupy-cuda13-wheels"}  # run-time library loading, found by an import, not a build
+    named = {p for r in load_rules().rules for p in r.patchsets}
+    unreached = set(SearchPath.from_options().patchset_names()) - named - not_build_errors
+    assert not unreached, f"no classifier rule points at {sorted(unreached)}"
