@@ -38,6 +38,8 @@ class JobOptions:
     smoke_code: str | None = None
     offline: bool = False
     job: str = ""
+    smoke_only: Path | None = None  # a built wheel: smoke-test only it (the GPU runner's job)
+    quiet: bool = False  # do not stream the build's output
 
     @property
     def work(self) -> Path:
@@ -76,15 +78,21 @@ def run_job(opts: JobOptions) -> JobResult:
     t0 = time.monotonic()
     error: LgpatchError | None = None
     try:
-        _timed(report, "apply", lambda: _apply(opts, report))
-        _timed(report, "build", lambda: _build(opts, report, state))
-        _timed(report, "repair", lambda: _repair(opts, report, state))
+        if opts.smoke_only is not None:
+            _smoke_only_setup(opts, report, state)
+        else:
+            _timed(report, "apply", lambda: _apply(opts, report))
+            _timed(report, "build", lambda: _build(opts, report, state))
+            _timed(report, "repair", lambda: _repair(opts, report, state))
         _timed(report, "smoke", lambda: _smoke(opts, report, state))
         report.status = "ok"
     except LgpatchError as exc:
         error = exc
     except KeyboardInterrupt:
         error = InterruptedBuild("lgpatch ci was interrupted")
+    except Exception as exc:  # a bug: still write the reports, then exit INTERNAL (1)
+        error = LgpatchError(f"internal error in lgpatch ci: {type(exc).__name__}: {exc}",
+                             hint="this is a bug in lgpatch; the reports were written")
     finally:
         report.duration = time.monotonic() - t0
     if error is not None:
@@ -129,6 +137,9 @@ def _build(opts: JobOptions, report: CiReport, state: dict[str, Any]) -> str:
     import os
 
     from legacy_gpu_patch.build.run import resolve_options, run_build
+    from legacy_gpu_patch.build.runner import make_display
+    from legacy_gpu_patch.classify.classifier import Classifier
+    from legacy_gpu_patch.console import console
     from legacy_gpu_patch.report.reports import github_annotations
 
     cache = compcache.choose(opts.compiler_cache, opts.out / "tools")
@@ -136,7 +147,9 @@ def _build(opts: JobOptions, report: CiReport, state: dict[str, Any]) -> str:
                               jobs=opts.jobs, launcher=cache.launcher, report_dir=(opts.reports / "build").absolute())
     compcache.zero(cache)
     try:
-        outcome = run_build(options, env=cache.env(dict(os.environ)))
+        classifier = Classifier()
+        display = make_display(console(), classifier, quiet=opts.quiet)  # the build's output in the job's log
+        outcome = run_build(options, display=display, classifier=classifier, env=cache.env(dict(os.environ)))
     finally:
         report.compiler_cache = compcache.stats(cache)
     br = outcome.report
@@ -157,7 +170,6 @@ def _build(opts: JobOptions, report: CiReport, state: dict[str, Any]) -> str:
                          f"{', '.join(Path(w.path).name for w in wheels) or 'none'}",
                          hint="the recipe's build.wheel_dir names where the wheel goes")
     state["built"] = Path(wheels[0].path)
-    state["options"] = options
     return f"{Path(wheels[0].path).name} in {br.duration:.0f} s"
 
 
@@ -191,27 +203,40 @@ def _repair(opts: JobOptions, report: CiReport, state: dict[str, Any]) -> str:
     return f"{fixed.wheel.name} (auditwheel: {'used' if fixed.auditwheel.get('used') else fixed.auditwheel['reason']})"
 
 
-def _constraints(options: Any) -> list[str]:
-    """The name==version pins of the build commands that ran: the smoke venv gets the same versions (and pip's
-    cache the same downloads)."""
-    from legacy_gpu_patch.build.run import plan_commands
+def constraints(recipe: Recipe, params: dict[str, Any]) -> list[str]:
+    """The name==version pins of the build commands these parameters select: the smoke venv gets the same versions
+    (and pip's cache the same downloads)."""
+    from legacy_gpu_patch.config import conditions
 
     pins: list[str] = []
-    for cmd in plan_commands(options):
-        if cmd.selected:
-            pins += [a for a in cmd.argv if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+", a)]
+    for cmd in (recipe.build or {}).get("commands", []):
+        if conditions.evaluate(cmd.get("when"), dict(params), recipe.param_kinds()).selected:
+            pins += [a for a in cmd["argv"] if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+", str(a))]
     return sorted(set(pins))
+
+
+def _smoke_only_setup(opts: JobOptions, report: CiReport, state: dict[str, Any]) -> None:
+    from legacy_gpu_patch.build.run import sha256_file
+
+    wheel = Path(opts.smoke_only or "")
+    if not wheel.is_file() or wheel.suffix != ".whl":
+        raise VerifyError(f"--smoke-only {wheel}: no such wheel file")
+    for name in ("apply", "build", "repair"):
+        report.stage(name).status, report.stage(name).detail = "skipped", "--smoke-only"
+    report.wheel = {"name": wheel.name, "path": str(wheel.absolute()), "size": wheel.stat().st_size,
+                    "sha256": sha256_file(wheel)}
+    state["wheel"] = wheel.absolute()
 
 
 def _smoke(opts: JobOptions, report: CiReport, state: dict[str, Any]) -> str:
     spec = smoke.BUILTIN.get(opts.recipe.name, smoke.SmokeSpec(()))
     result = smoke.run_smoke(state["wheel"], (opts.out / "smoke-venv").absolute(), spec, work=opts.work.absolute(),
-                             constraints=_constraints(state["options"]), cpu_code=opts.smoke_code)
+                             constraints=constraints(opts.recipe, opts.params), cpu_code=opts.smoke_code)
     report.smoke = result.to_dict()
     failed = result.failed
     if failed is not None:
         raise VerifyError(f"smoke test {failed.name} of {state['wheel'].name} failed: {failed.detail[-1500:]}",
-                          hint=f"reproduce: {result.venv}/bin/python, then the code in reports/ci.json smoke.cases")
+                          hint=f"reproduce: {result.venv}/bin/python -c CODE, CODE from smoke.cases in reports/ci.json")
     return ", ".join(f"{c.name} {c.status}" for c in result.cases)
 
 

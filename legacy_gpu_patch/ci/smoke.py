@@ -67,10 +67,11 @@ class SmokeCase:
     status: str  # passed | failed | skipped
     duration: float = 0.0
     detail: str = ""  # the reason it was skipped, or the output's tail
+    code: str = ""  # the Python code it ran (to reproduce a failure)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "duration_s": round(self.duration, 3),
-                "detail": self.detail}
+                "detail": self.detail, "code": self.code}
 
 
 @dataclass
@@ -141,6 +142,7 @@ def run_smoke(wheel: Path, venv: Path, spec: SmokeSpec, *, work: Path, constrain
     """Fresh venv, pip install the wheel (with the build's pins as constraints), then the CPU and GPU checks."""
     if venv.exists():
         shutil.rmtree(venv)
+    venv.parent.mkdir(parents=True, exist_ok=True)
     has_gpu, gpu_text = gpu_present()
     result = SmokeResult(str(venv), gpu_text)
     made = _run("venv", [sys.executable, "-m", "venv", str(venv)], dict(os.environ), venv.parent, 300)
@@ -164,11 +166,15 @@ def run_smoke(wheel: Path, venv: Path, spec: SmokeSpec, *, work: Path, constrain
     if not has_gpu:
         for key, value in spec.env_without_gpu:
             cpu_env[key] = value.format(work=work)
-    result.cases.append(_run("cpu", [python, "-c", code], cpu_env, venv, timeout))
+    cpu = _run("cpu", [python, "-c", code], cpu_env, venv, timeout)
+    cpu.code = code
+    result.cases.append(cpu)
     if not spec.gpu:
         result.cases.append(SmokeCase("gpu", "skipped", detail="no GPU check for this recipe"))
     elif not has_gpu:
         result.cases.append(SmokeCase("gpu", "skipped", detail=gpu_text))
     else:
-        result.cases.append(_run("gpu", [python, "-c", spec.gpu], env, venv, timeout))
+        gpu = _run("gpu", [python, "-c", spec.gpu], env, venv, timeout)
+        gpu.code = spec.gpu
+        result.cases.append(gpu)
     return result

@@ -26,13 +26,17 @@ from legacy_gpu_patch.commands._common import collect_params, load, param_option
               help="auto: auditwheel repair when it is installed (CUDA libraries excluded); on: required.")
 @click.option("--smoke-code", default=None, metavar="PYTHON",
               help="Python code for the CPU smoke test, instead of the recipe's built-in one.")
+@click.option("--smoke-only", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              metavar="WHEEL", help="Only smoke-test this built wheel (e.g. on a GPU runner); no apply or build.")
 @click.option("--offline", is_flag=True, help="Use only the cache for the source.")
+@click.option("--quiet", "-q", is_flag=True, help="Do not show the build's output while it runs.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="json: the ci report on stdout.")
 @click.pass_context
 def command(ctx: click.Context, recipe: str, cuda: str | None, arch: str | None, python_version: str | None,
             params: tuple[str, ...], out: Path, job: str | None, build_python: str | None, jobs: int | None,
-            compiler_cache: str, auditwheel: str, smoke_code: str | None, offline: bool, fmt: str) -> None:
+            compiler_cache: str, auditwheel: str, smoke_code: str | None, smoke_only: Path | None, offline: bool,
+            quiet: bool, fmt: str) -> None:
     """Run one CI job for RECIPE into --out; exit with the code of the failure class (docs/exit-codes.md)."""
     import os
 
@@ -48,7 +52,7 @@ def command(ctx: click.Context, recipe: str, cuda: str | None, arch: str | None,
     name = job or job_name(r, values, [n for n in r.params if n in given])
     opts = JobOptions(r, recipe, values, out.absolute(), python=build_python, jobs=jobs,
                       compiler_cache=compiler_cache, auditwheel=auditwheel, smoke_code=smoke_code, offline=offline,
-                      job=name)
+                      job=name, smoke_only=smoke_only, quiet=quiet or fmt == "json")
     mismatch = python_mismatch(values, build_python)
     result = run_job(opts)
     if mismatch:
