@@ -119,7 +119,7 @@ def _escape(text: str, prop: bool = False) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 
-def annotations(report: CiReport, build_lines: list[str]) -> list[str]:
+def github_lines(report: CiReport, build_lines: list[str]) -> list[str]:
     """The build's annotations (already capped per type), then this job's own error, within the cap."""
     out = list(build_lines)
     errors = sum(line.startswith("::error") for line in out)

@@ -60,7 +60,7 @@ def command(ctx: click.Context, recipe: str, cuda: str | None, arch: str | None,
         console.warn(mismatch)
     paths = ci_report.write(result.report, opts.reports)
     if os.environ.get("GITHUB_ACTIONS", "").lower() == "true":
-        for line in ci_report.annotations(result.report, result.build_annotations):
+        for line in ci_report.github_lines(result.report, result.build_annotations):
             sys.stdout.write(line + "\n")
     if fmt == "json":
         console.emit_json(result.report.to_dict())
