@@ -3,7 +3,8 @@
 ccache goes in through a masquerade folder (cc, gcc, c++, g++ → ccache) put first on PATH: that reaches setuptools
 builds, which know no compiler launcher, as well as CMake ones. sccache cannot masquerade; it goes in as the CMake
 compiler launcher (`lgpatch build --launcher`), which also wraps nvcc — and with a dist config naming a scheduler it
-is sccache-dist (docs/ci.md). Statistics are zeroed before the build, so the report shows this build's alone.
+is sccache-dist (docs/ci.md). The report shows the difference of the statistics before and after the build: the
+counters are never zeroed, so a user's totals survive and another job sharing the cache cannot wipe this one's.
 """
 
 from __future__ import annotations
@@ -63,39 +64,50 @@ def choose(mode: str, scratch: Path, path: str | None = None) -> CompilerCache:
     return CompilerCache("none", None, reason="neither sccache nor ccache is on PATH")
 
 
-def zero(cache: CompilerCache) -> None:
-    if cache.path is None:
-        return
-    flag = "--zero-stats" if cache.kind == "sccache" else "-z"
-    subprocess.run([cache.path, flag], capture_output=True, text=True)
+def _numbers(raw: dict[str, Any]) -> dict[str, int]:
+    return {k: int(v) for k, v in raw.items() if isinstance(v, int) or (isinstance(v, str) and v.isdigit())}
 
 
-def stats(cache: CompilerCache) -> dict[str, Any]:
-    """{kind, hits, misses, raw…}; numbers are None where the tool did not say."""
-    out: dict[str, Any] = {"kind": cache.kind, "path": cache.path, "reason": cache.reason}
+def snapshot(cache: CompilerCache) -> dict[str, int]:
+    """The tool's counters now (name → count): ccache's --print-stats, sccache's JSON stats flattened."""
     if cache.path is None:
-        return out
+        return {}
     if cache.kind == "sccache":
         proc = subprocess.run([cache.path, "--show-stats", "--stats-format", "json"], capture_output=True, text=True)
         try:
             data = json.loads(proc.stdout)
-            s = data.get("stats", data)
-            out["hits"] = sum((s.get("cache_hits") or {}).get("counts", {}).values())
-            out["misses"] = sum((s.get("cache_misses") or {}).get("counts", {}).values())
-            out["raw"] = s
-        except (ValueError, AttributeError):
-            out["raw"] = proc.stdout[-2000:]
-        return out
+        except ValueError:
+            return {}
+        s = data.get("stats", data) if isinstance(data, dict) else {}
+        flat: dict[str, int] = {}
+        for group in ("cache_hits", "cache_misses"):
+            for lang, n in ((s.get(group) or {}).get("counts") or {}).items():
+                flat[f"{group}.{lang}"] = int(n)
+        flat.update(_numbers({k: v for k, v in s.items() if not isinstance(v, dict)}))
+        return flat
     proc = subprocess.run([cache.path, "--print-stats"], capture_output=True, text=True)
-    values: dict[str, str] = {}
-    for line in proc.stdout.splitlines():
-        key, _, value = line.partition("\t")
-        if value:
-            values[key] = value
-    def number(*keys: str) -> int | None:
-        found = [int(values[k]) for k in keys if values.get(k, "").isdigit()]
-        return sum(found) if found else None
-    out["hits"] = number("direct_cache_hit", "preprocessed_cache_hit")
-    out["misses"] = number("cache_miss")
-    out["raw"] = values or proc.stdout[-2000:]
+    raw = dict(line.split("\t", 1) for line in proc.stdout.splitlines() if "\t" in line)
+    return _numbers(raw)
+
+
+_TIMESTAMPS = ("stats_updated_timestamp", "stats_zeroed_timestamp")
+_SIZES = ("cache_size_kibibyte", "files_in_cache")
+
+
+def stats(cache: CompilerCache, before: dict[str, int]) -> dict[str, Any]:
+    """{kind, path, hits, misses, delta, reason}: what this build added to the counters."""
+    out: dict[str, Any] = {"kind": cache.kind, "path": cache.path, "reason": cache.reason}
+    if cache.path is None:
+        return out
+    after = snapshot(cache)
+    delta = {k: v - before.get(k, 0) for k, v in after.items()
+             if k not in _TIMESTAMPS + _SIZES and v - before.get(k, 0)}
+    delta.update({k: after[k] for k in _SIZES if k in after})  # sizes: the state after the build
+    if cache.kind == "sccache":
+        out["hits"] = sum(v for k, v in delta.items() if k.startswith("cache_hits."))
+        out["misses"] = sum(v for k, v in delta.items() if k.startswith("cache_misses."))
+    else:
+        out["hits"] = delta.get("direct_cache_hit", 0) + delta.get("preprocessed_cache_hit", 0)
+        out["misses"] = delta.get("cache_miss", 0)
+    out["delta"] = delta
     return out

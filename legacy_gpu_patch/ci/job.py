@@ -145,13 +145,13 @@ def _build(opts: JobOptions, report: CiReport, state: dict[str, Any]) -> str:
     cache = compcache.choose(opts.compiler_cache, opts.out / "tools")
     options = resolve_options(opts.work.absolute(), opts.recipe, dict(opts.params), python=opts.python,
                               jobs=opts.jobs, launcher=cache.launcher, report_dir=(opts.reports / "build").absolute())
-    compcache.zero(cache)
+    before = compcache.snapshot(cache)
     try:
         classifier = Classifier()
         display = make_display(console(), classifier, quiet=opts.quiet)  # the build's output in the job's log
         outcome = run_build(options, display=display, classifier=classifier, env=cache.env(dict(os.environ)))
     finally:
-        report.compiler_cache = compcache.stats(cache)
+        report.compiler_cache = compcache.stats(cache, before)
     br = outcome.report
     state["annotations"] = github_annotations(br)
     report.build = {"status": br.status, "exit_code": br.exit_code, "log": str(options.log_path),

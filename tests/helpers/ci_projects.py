@@ -46,10 +46,19 @@ STEPS = {
 }
 
 
+# A step whose anchor upstream never had: strict apply must stop with PATCH (5).
+DRIFTED_STEP = """\
+  - id: drifted
+    description: an anchor that is not in the tree
+    regex: {files: [tinypkg/__init__.py], pattern: 'def triple', replace: 'def thrice', word: false}
+"""
+
+
 def write_tiny_recipe(folder: Path, up: Upstream, *, name: str = "tiny", leave_out: str | None = None,
-                      cuda: bool = False) -> Path:
-    """recipes/<name>.yaml + patchsets/<name>-fixes beside it; `leave_out` drops one step of the patchset."""
-    steps = "".join(text for key, text in STEPS.items() if key != leave_out)
+                      cuda: bool = False, extra_step: str = "") -> Path:
+    """recipes/<name>.yaml + patchsets/<name>-fixes beside it; `leave_out` drops one step of the patchset,
+    `extra_step` appends one."""
+    steps = "".join(text for key, text in STEPS.items() if key != leave_out) + extra_step
     write_patchset(folder, f"{name}-fixes", f"name: {name}-fixes\ndescription: fixes for tinypkg\nsteps:\n{steps}")
     cuda_param = '  cuda: {type: version, default: "13.0", allowed: ">=11.0,<14"}\n' if cuda else ""
     text = f"""\

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers import requires_nvcc, run_cli_subprocess
-from helpers.ci_projects import tiny_upstream, write_tiny_recipe
+from helpers.ci_projects import DRIFTED_STEP, tiny_upstream, write_tiny_recipe
 
 pytestmark = [pytest.mark.integration]
 
@@ -24,6 +24,7 @@ def recipes(tmp_path: Path) -> Path:
     write_tiny_recipe(folder, up, name="tinynobuild", leave_out="py3-print")
     write_tiny_recipe(folder, up, name="tinynosmoke", leave_out="collections-abc")
     write_tiny_recipe(folder, up, name="tinycuda", cuda=True)
+    write_tiny_recipe(folder, up, name="tinydrift", extra_step=DRIFTED_STEP)
     return folder
 
 
@@ -111,3 +112,29 @@ def test_a_rerun_into_the_same_folder_is_up_to_date(recipes: Path, tmp_path: Pat
     report = json.loads(again.stdout)
     assert report["apply"]["applied"] == [] and report["apply"]["unchanged"] == 3
     assert len(list((out / "wheels").glob("*.whl"))) == 1
+
+
+def test_a_step_that_does_not_apply_stops_the_job_with_exit_5(recipes: Path, tmp_path: Path) -> None:
+    out = tmp_path / "job"
+    proc = _ci(recipes / "tinydrift.yaml", out)
+    assert proc.returncode == 5, proc.stderr[-3000:]
+    assert "tinydrift-fixes/drifted" in proc.stderr
+    report = json.loads((out / "reports" / "ci.json").read_text())
+    assert report["failure_class"] == "PATCH" and report["failed_stage"] == "apply"
+    assert [s["status"] for s in report["stages"]] == ["failed", "not-run", "not-run", "not-run"]
+
+
+def test_no_toolkit_for_the_jobs_cuda_is_exit_14(recipes: Path, tmp_path: Path) -> None:
+    if Path("/usr/local/cuda-11.2").exists():
+        pytest.skip("this machine has CUDA 11.2")
+    proc = _ci(recipes / "tinycuda.yaml", tmp_path / "job", "--cuda", "11.2")
+    assert proc.returncode == 14, proc.stderr[-3000:]
+    assert "no CUDA 11.2 toolkit found" in proc.stderr
+    report = json.loads((tmp_path / "job" / "reports" / "ci.json").read_text())
+    assert report["failure_class"] == "TOOL" and report["failed_stage"] == "build"
+
+
+def test_a_bad_parameter_is_exit_3_before_anything_runs(recipes: Path, tmp_path: Path) -> None:
+    proc = _ci(recipes / "tiny.yaml", tmp_path / "job", "--param", "flavor=spicy")
+    assert proc.returncode == 3 and "'spicy' is not one of plain, fancy" in proc.stderr
+    assert not (tmp_path / "job").exists()
