@@ -60,8 +60,10 @@ def command(ctx: click.Context, recipe: str, cuda: str | None, arch: str | None,
         console.warn(mismatch)
     paths = ci_report.write(result.report, opts.reports)
     if os.environ.get("GITHUB_ACTIONS", "").lower() == "true":
+        # the runner reads workflow commands from stdout and stderr; with --format json stdout is the report alone
+        stream = sys.stderr if fmt == "json" else sys.stdout
         for line in ci_report.github_lines(result.report, result.build_annotations):
-            sys.stdout.write(line + "\n")
+            stream.write(line + "\n")
     if fmt == "json":
         console.emit_json(result.report.to_dict())
     rep = result.report

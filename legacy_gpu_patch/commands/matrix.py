@@ -19,7 +19,8 @@ from legacy_gpu_patch.commands._common import load
               help="Values of a parameter to sweep (repeatable); parameters not given keep the recipe's default.")
 @click.option("--format", "fmt", type=click.Choice(["json", "github"]), default="json", show_default=True,
               help="json: {include, excluded} on stdout; github: matrix=…, excluded=…, count=… lines for "
-                   "$GITHUB_OUTPUT (appended to it when set, and printed).")
+                   "$GITHUB_OUTPUT (appended to it when set, and printed; the exclusions also go to "
+                   "$GITHUB_STEP_SUMMARY when set).")
 @click.pass_context
 def command(ctx: click.Context, recipes: tuple[str, ...], params: tuple[str, ...], fmt: str) -> None:
     """Expand RECIPEs × parameter values into a job matrix; combinations that cannot build are excluded."""
@@ -45,4 +46,13 @@ def command(ctx: click.Context, recipes: tuple[str, ...], params: tuple[str, ...
     if out:
         with open(out, "a", encoding="utf-8") as fh:
             fh.write(text)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary and matrix.excluded:
+        with open(summary, "a", encoding="utf-8") as fh:
+            fh.write(excluded_markdown(matrix.excluded))
     sys.stdout.write(text)
+
+
+def excluded_markdown(excluded: tuple[dict[str, object], ...]) -> str:
+    rows = [f"- `{e['job']}`: {e['reason']}" for e in excluded]
+    return "\n".join([f"### lgpatch matrix: {len(excluded)} combination(s) excluded", "", *rows]) + "\n"

@@ -1,9 +1,10 @@
 """A local dry run of docs/ci/nightly.yml: plan → the matrix jobs → the GPU smoke job → the summary, executing the
 `run:` commands of its steps exactly as written (bash -eo pipefail, GitHub's ${{ }} values, $GITHUB_OUTPUT,
-$GITHUB_ENV, $GITHUB_STEP_SUMMARY), on a tiny fixture recipe swept over two values. Artifacts are emulated by
-copying folders (upload-artifact / download-artifact); other actions (checkout, setup-python, cache) have nothing to
-do here, and the `install*` steps are skipped because lgpatch is already installed in this environment. So the
-template and the commands cannot drift apart: a renamed option or output breaks this test.
+$GITHUB_ENV, $GITHUB_STEP_SUMMARY), on a tiny fixture recipe swept over two values. Artifacts and the summary's
+cache are emulated by copying folders (upload-/download-artifact, cache/restore and cache/save, with restore-keys as
+prefixes); the other actions (checkout, setup-python, the build caches) have nothing to do here, and the `install*`
+steps are skipped because lgpatch is already installed in this environment. So the template and the commands
+cannot drift apart: a renamed option or output breaks this test.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
 class DryRun:
-    def __init__(self, root: Path, inputs: dict[str, str]) -> None:
+    def __init__(self, root: Path, inputs: dict[str, Any], run_id: str = "1") -> None:
         self.wf = yaml.safe_load(WORKFLOW.read_text())
         self.root = root
         self.inputs = inputs
+        self.run_id = run_id
+        self.caches = root.parent / "actions-cache"  # outlives a run, as the Actions cache does
         self.artifacts = root / "artifacts"
         self.summary = root / "step_summary.md"
         self.outputs: dict[str, dict[str, str]] = {}  # job → its outputs
@@ -66,7 +69,7 @@ class DryRun:
         ws.mkdir(parents=True)
         ctx: dict[str, Any] = {"inputs": self.inputs, "matrix": matrix or {}, "steps": {},
                                "needs": {n: {"outputs": self.outputs.get(n, {})} for n in self.wf["jobs"]},
-                               "github": {"workspace": str(ws), "run_id": "1"}, "runner": {"temp": str(ws)},
+                               "github": {"workspace": str(ws), "run_id": self.run_id}, "runner": {"temp": str(ws)},
                                "vars": {}}
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(ws),
@@ -100,11 +103,18 @@ class DryRun:
 
     def _action(self, step: dict[str, Any], ws: Path, ctx: dict[str, Any]) -> None:
         uses = step["uses"]
-        if not uses.startswith(("actions/upload-artifact", "actions/download-artifact")):
+        if not uses.startswith(("actions/upload-artifact", "actions/download-artifact", "actions/cache/")):
             self.log.append(f"skipped action {uses}")
             return
         args = {k: self.render(v, ctx) for k, v in step.get("with", {}).items()}
-        if uses.startswith("actions/upload-artifact"):
+        if uses.startswith("actions/cache/save"):
+            shutil.copytree(ws / args["path"], self.caches / args["key"])
+        elif uses.startswith("actions/cache/restore"):
+            prefixes = [args["key"], *args.get("restore-keys", "").split()]
+            hits = [c for p in prefixes for c in sorted(self.caches.glob("*"), reverse=True) if c.name.startswith(p)]
+            if hits:
+                shutil.copytree(hits[0], ws / args["path"])
+        elif uses.startswith("actions/upload-artifact"):
             src = ws / args["path"]
             if not src.exists() or not any(src.iterdir()):
                 assert args.get("if-no-files-found") == "ignore", f"nothing to upload at {src}"
@@ -144,3 +154,14 @@ def test_plan_two_matrix_jobs_gpu_smoke_and_merge(tmp_path: Path) -> None:
     text = run.summary.read_text()
     assert "## lgpatch nightly: 4 of 4 job(s) ok, 0 failed" in text  # the run summary of the last job
     assert "lgpatch ci tiny-flavorplain: ok" in text  # each matrix job's step summary
+    assert "vs last run" not in text  # the first night has no previous summary
+
+    # The next night: its summary job finds this night's summary in the cache and compares.
+    second = DryRun(tmp_path / "run2", run.inputs, run_id="2")
+    second.artifacts.mkdir(parents=True)
+    for art in run.artifacts.glob("report-*"):
+        shutil.copytree(art, second.artifacts / art.name)
+    second.run_job("summary")
+    again = json.loads((second.artifacts / "summary" / "summary.json").read_text())
+    assert {j["change"] for j in again["jobs"]} == {"ok (same wheel)"}
+    assert "| vs last run |" in second.summary.read_text()

@@ -131,3 +131,14 @@ def test_ptx_target_strings_are_checked(tmp_path: Path) -> None:
     assert why_impossible(chainer, {"cuda": "13.0", "ptx_arch": "compute_75"}) is None
     reason = why_impossible(chainer, {"cuda": "13.0", "ptx_arch": "compute_61"})
     assert reason and "ptx_arch=compute_61" in reason and "12.9 is the last toolkit" in reason, reason
+
+
+def test_github_format_puts_the_exclusions_in_the_step_summary(lgpatch, recipe: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert lgpatch("matrix", recipe, "--param", "arch=sm_86", "--format", "github").code == 0
+    assert not summary.exists()  # nothing excluded, nothing written
+    assert lgpatch("matrix", recipe, "--param", "arch=sm_86,sm_90", "--format", "github").code == 0
+    text = summary.read_text()
+    assert "1 combination(s) excluded" in text and "`demo-archsm_90`: arch=sm_90: CUDA 11.1's nvcc" in text
