@@ -11,6 +11,7 @@ VERIFY 13 (the smoke test of the installed wheel), TOOL 14. The reports are writ
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -134,8 +135,6 @@ def _first_finding(build_report: Any) -> dict[str, Any] | None:
 
 
 def _build(opts: JobOptions, report: CiReport, state: dict[str, Any]) -> str:
-    import os
-
     from legacy_gpu_patch.build.run import resolve_options, run_build
     from legacy_gpu_patch.build.runner import make_display
     from legacy_gpu_patch.classify.classifier import Classifier
