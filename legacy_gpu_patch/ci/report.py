@@ -120,13 +120,16 @@ def _escape(text: str, prop: bool = False) -> str:
 
 
 def github_lines(report: CiReport, build_lines: list[str]) -> list[str]:
-    """The build's annotations (already capped per type), then this job's own error, within the cap."""
+    """The build's annotations (already capped per type), then this job's own, each type kept within the cap."""
     out = list(build_lines)
-    errors = sum(line.startswith("::error") for line in out)
-    if report.status != "ok" and errors < ANNOTATION_CAP:
+
+    def room(kind: str) -> bool:
+        return sum(line.startswith(f"::{kind}") for line in out) < ANNOTATION_CAP
+
+    if report.status != "ok" and room("error"):
         title = _escape(f"lgpatch ci {report.job}: {report.failure_class} in {report.failed_stage}", prop=True)
         out.append(f"::error title={title}::{_escape(report.message)}")
-    if report.status == "ok" and report.wheel:
+    if report.status == "ok" and report.wheel and room("notice"):
         out.append(f"::notice title=lgpatch ci {_escape(report.job, prop=True)}::built {report.wheel['name']}")
     return out
 

@@ -84,3 +84,14 @@ def test_junit_of_a_failed_job(tmp_path: Path) -> None:
     assert suite is not None and suite.get("failures") == "1"
     failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
     assert failed == ["build"]
+
+
+def test_annotations_stay_within_githubs_cap_per_type() -> None:
+    r = CiReport("j", "tiny", {})
+    r.status, r.failure_class, r.failed_stage, r.message = "failed", "BUILD", "build", "boom\nsecond line"
+    build = [f"::error file=a.c,line={i}::e{i}" for i in range(10)]
+    assert ci_report.github_lines(r, build) == build  # full: the job's own error is not an 11th
+    lines = ci_report.github_lines(r, build[:3])
+    assert lines[-1] == "::error title=lgpatch ci j%3A BUILD in build::boom%0Asecond line"
+    r.status, r.wheel = "ok", {"name": "w.whl"}
+    assert ci_report.github_lines(r, [])[-1] == "::notice title=lgpatch ci j::built w.whl"
