@@ -30,6 +30,9 @@ def test_packages_and_modules_without_top_level_txt(tmp_path: Path) -> None:
 
 
 def test_known_recipes_have_a_cpu_and_a_gpu_check() -> None:
+    from legacy_gpu_patch.config.recipe import SearchPath, find_recipe
+
     for name, spec in smoke.BUILTIN.items():
+        assert find_recipe(name, SearchPath.from_options()).name == name  # keyed by the real recipe names
         assert spec.imports and spec.cpu and spec.gpu, name
     compile(smoke.BUILTIN["chainer-1.24"].cpu, "chainer-cpu", "exec")
