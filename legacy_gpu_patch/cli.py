@@ -31,6 +31,7 @@ COMMANDS = {
     "doctor": ("doctor", "Check GPU, driver, toolkit and compilers; say what can build and run."),
     "jit-cache": ("jit_cache", "Inspect and configure the CUDA driver's PTX JIT cache."),
     "verify": ("verify", "Run a recipe's compile probes against patched and pristine trees."),
+    "hetero-bench": ("hetero_bench", "Time CPU only, GPU only and a CPU+GPU split of conv layers (needs torch)."),
 }
 
 
