@@ -18,10 +18,10 @@ except ImportError:
     # One line, naming the extra: the chained "No module named torch" adds nothing a user can act on.
     raise ImportError(f"legacy_gpu_patch.hetero needs PyTorch, which is not installed: {EXTRA_HINT}") from None
 
-from legacy_gpu_patch.hetero.devices import DevicePair
-from legacy_gpu_patch.hetero.model import LayerDecision, SplitReport, split_model
-from legacy_gpu_patch.hetero.split import SplitLayer, split_conv
-from legacy_gpu_patch.hetero.tune import TuneResult
+from legacy_gpu_patch.hetero.devices import DevicePair  # noqa: E402
+from legacy_gpu_patch.hetero.model import LayerDecision, SplitReport, split_model  # noqa: E402
+from legacy_gpu_patch.hetero.split import SplitLayer, split_conv  # noqa: E402
+from legacy_gpu_patch.hetero.tune import TuneResult  # noqa: E402
 
 __all__ = ["EXTRA_HINT", "DevicePair", "LayerDecision", "SplitLayer", "SplitReport", "TuneResult", "split_conv",
            "split_model"]

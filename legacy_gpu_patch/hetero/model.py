@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from legacy_gpu_patch.hetero.devices import DeviceLike, DevicePair
-from legacy_gpu_patch.hetero.split import Ratio, SplitLayer
+from legacy_gpu_patch.hetero.split import LayerSpec, Ratio, SplitLayer
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class LayerDecision:
 
     def line(self) -> str:
         timing = ""
-        if self.measured_s is not None:
+        if self.measured_s is not None and self.predicted_s is not None and self.speedup is not None:
             timing = (f"  predicted {self.predicted_s * 1e6:.0f} µs, measured {self.measured_s * 1e6:.0f} µs, "
                       f"{self.speedup:.2f}x vs best single device")
         return f"{self.name}: {self.kind}, {self.host_units}/{self.units} units on the host — {self.verdict}{timing}"
@@ -68,9 +68,7 @@ def _decision(name: str, layer: SplitLayer) -> LayerDecision:
 def _skip_reason(module: nn.Module) -> Optional[str]:
     if isinstance(getattr(module, "weight", None), nn.parameter.UninitializedParameter):
         return "lazy layer not initialised yet (run one forward first)"
-    units = module.out_features if isinstance(module, nn.Linear) else module.groups if module.groups > 1 \
-        else module.out_channels
-    if units < 2:
+    if LayerSpec.of(module).units < 2:
         return "a single output unit cannot be split"
     return None
 

@@ -50,6 +50,10 @@ def _share_sizes(batch: int) -> list[int]:
     return [max(1, batch // 2), max(1, batch - batch // 2)]
 
 
+def _grads(params: list[torch.nn.Parameter]) -> list[torch.Tensor]:
+    return [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+
+
 def _worker(rank: int, device: str, name: str, train: bool, batch: int, steps: int, warmup: int, barrier: Any,
             grads: torch.Tensor, q: Any) -> None:
     dev = torch.device(device)
@@ -73,10 +77,10 @@ def _worker(rank: int, device: str, name: str, train: bool, batch: int, steps: i
             opt.zero_grad(set_to_none=True)
             out = model(x.to(dev))
             F.cross_entropy(out, y.to(dev)).backward()
-            grads[rank].copy_(torch.cat([p.grad.reshape(-1) for p in params]).cpu())
+            grads[rank].copy_(torch.nn.utils.parameters_to_vector(_grads(params)).cpu())
             barrier.wait(_TIMEOUT_S)  # both halves merged in shared memory
             mean = grads.mean(0).to(dev)
-            torch.nn.utils.vector_to_parameters(mean, [p.grad for p in params])
+            torch.nn.utils.vector_to_parameters(mean, _grads(params))
             opt.step()
         else:
             with torch.no_grad():

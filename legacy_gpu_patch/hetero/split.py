@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 import torch
 import torch.nn.functional as F
@@ -94,14 +94,17 @@ class SplitLayer(nn.Module):
     """The wrapped layer. Its `weight` and `bias` *are* the original layer's Parameters (same objects, same
     state_dict keys); the first `host_units` units run on `pair.host`, the rest on `pair.accel`."""
 
+    weight: nn.Parameter
+    bias: Optional[nn.Parameter]
+
     def __init__(self, layer: nn.Module, ratio: Ratio = "auto", pair: Optional[DevicePair] = None,
                  cpu_threads: Optional[int] = None) -> None:
         super().__init__()
         self.spec = LayerSpec.of(layer)
         if isinstance(getattr(layer, "weight", None), nn.parameter.UninitializedParameter):
             raise ValueError("split_conv needs a layer with initialised parameters (run a lazy layer once first)")
-        self.weight = layer.weight
-        self.bias = layer.bias
+        self.weight = cast(nn.Parameter, layer.weight)
+        self.bias = cast(Optional[nn.Parameter], layer.bias)
         self.pair = pair or DevicePair.of()
         self.cpu_threads = cpu_threads or default_cpu_threads()
         self.auto = ratio == "auto"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import torch
 
@@ -50,7 +50,8 @@ class LayerTimer:
             return
         with torch.enable_grad():
             out = self.layer.run(self.x, host_units, parts)
-            inputs = [t for t in (self.layer.weight, self.layer.bias, self.x) if t is not None and t.requires_grad]
+            candidates: list[Optional[torch.Tensor]] = [self.layer.weight, self.layer.bias, self.x]
+            inputs = [t for t in candidates if t is not None and t.requires_grad]
             if inputs:
                 torch.autograd.grad(out, inputs, grad_outputs=torch.ones_like(out))
 

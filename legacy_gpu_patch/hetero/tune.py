@@ -95,7 +95,8 @@ def choose(units: int, timer: Timer, *, verify: int = 3, min_gain: float = 0.01)
         else SideModel(0.0, all_host)
     accel = SideModel.fit(units, timer.accel(units), few_accel, timer.accel(few_accel)) if units > 1 \
         else SideModel(0.0, all_accel)
-    candidates = {k: Candidate(k, predict(k, units, host, accel)) for k in grid(units, balance_point(units, host, accel))}
+    points = grid(units, balance_point(units, host, accel))
+    candidates = {k: Candidate(k, predict(k, units, host, accel)) for k in points}
     candidates[0].measured_s, candidates[units].measured_s = all_accel, all_host
     inner = sorted((c for c in candidates.values() if 0 < c.host_units < units), key=lambda c: c.predicted_s)
     for cand in inner[:verify]:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install 'legacy-gpu-patch[hetero]')")
-from torch import nn  # noqa: E402
+from torch import Tensor, nn  # noqa: E402
 
 from legacy_gpu_patch.hetero import split_conv  # noqa: E402
 from legacy_gpu_patch.hetero.split import Parts, SplitLayer  # noqa: E402
 
-CPU_PAIR = {"accel": "cpu", "host": "cpu"}
+CPU_PAIR: dict[str, Any] = {"accel": "cpu", "host": "cpu"}
 
 
-def _check_same(layer: nn.Module, x: torch.Tensor, ratio: float) -> SplitLayer:
+def _check_same(layer: nn.Module, x: Tensor, ratio: float) -> SplitLayer:
     """Forward and every gradient (weight, bias, input) of the split equal the unsplit layer's."""
     split = split_conv(layer, ratio, cpu_threads=1, **CPU_PAIR)
     x = x.clone().requires_grad_(True)
@@ -90,6 +92,7 @@ def test_gradients_land_in_the_original_parameters() -> None:
     split_conv(conv, 0.5, **CPU_PAIR)(x).square().sum().backward()
     reference(x).square().sum().backward()
     torch.testing.assert_close(conv.weight.grad, reference.weight.grad)
+    assert conv.bias is not None and reference.bias is not None
     torch.testing.assert_close(conv.bias.grad, reference.bias.grad)
 
 
@@ -133,7 +136,7 @@ def test_bad_ratio_is_refused(ratio: object) -> None:
 
 
 def test_other_layers_are_refused() -> None:
-    with pytest.raises(TypeError, match="nn.Conv2d or nn.Linear, not ConvTranspose2d"):
+    with pytest.raises(TypeError, match=r"nn\.Conv2d or nn\.Linear, not ConvTranspose2d"):
         split_conv(nn.ConvTranspose2d(3, 6, 5), 0.5, **CPU_PAIR)
 
 
