@@ -90,4 +90,19 @@ def format_results(results: dict[str, Any]) -> str:
         lines.append(f"{c['model']:14} {c['mode']:9} {c['batch']:5d} {_ms(c['cpu_s'])} {_ms(c['accel_s'])} "
                      f"{_ms(c['split_s'])} {c['speedup']:6.3f}x {c['ideal_speedup']:5.3f}x "
                      f"{c['fraction_of_ideal']:6.1%} {naive}  {c['ratio_chosen']}")
+    lines += _shared_layers(results["cases"])
     return "\n".join(lines)
+
+
+def _shared_layers(cases: list[dict[str, Any]]) -> list[str]:
+    """The tuner's predicted vs measured step for every layer that gave the host a share (the rest are all
+    accelerator; --json lists every layer and every candidate)."""
+    lines = []
+    for c in cases:
+        for layer in c["layers"]:
+            if layer["host_units"] and layer["measured_s"] is not None:
+                lines.append(f"  {c['model']} {c['mode']} batch {c['batch']} {layer['name']}: "
+                             f"{layer['host_units']}/{layer['units']} on the host, predicted "
+                             f"{layer['predicted_s'] * 1e6:.0f} µs, measured {layer['measured_s'] * 1e6:.0f} µs, "
+                             f"{layer['speedup']:.2f}x vs best single device — {layer['verdict']}")
+    return ["layers given a host share:", *lines] if lines else []
