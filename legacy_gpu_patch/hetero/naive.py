@@ -24,7 +24,9 @@ _TIMEOUT_S = 300.0
 
 
 def _ready(q: Any) -> None:
-    q.put(time.perf_counter())  # reached only after the child imported torch (this module imports it)
+    # Reached only after the child imported torch (this module imports it). perf_counter is CLOCK_MONOTONIC on
+    # Linux, one clock for all processes, so the parent can compare it with its own.
+    q.put(time.perf_counter())
 
 
 def spawn_cost() -> dict[str, float]:
@@ -89,7 +91,9 @@ def _worker(rank: int, device: str, name: str, train: bool, batch: int, steps: i
         barrier.wait(_TIMEOUT_S)  # lock-step: the next step starts when both copies are done
         if i >= warmup:
             times.append(time.perf_counter() - t0)
-    q.put(("done", rank, statistics.median(times)))
+    # A checksum of the final weights: equal on both ranks when the gradient merge kept the copies one model.
+    checksum = float(torch.nn.utils.parameters_to_vector(params).detach().double().sum())
+    q.put(("done", rank, (statistics.median(times), checksum)))
 
 
 def run(name: str, train: bool, batch: int, pair: DevicePair, steps: int, warmup: int) -> dict[str, Any]:
@@ -102,7 +106,7 @@ def run(name: str, train: bool, batch: int, pair: DevicePair, steps: int, warmup
              for rank, dev in enumerate((pair.host, pair.accel))]
     for proc in procs:
         proc.start()
-    messages: dict[tuple[str, int], float] = {}
+    messages: dict[tuple[str, int], Any] = {}
     try:
         while len(messages) < 4:
             kind, rank, value = q.get(timeout=_TIMEOUT_S)
@@ -112,5 +116,7 @@ def run(name: str, train: bool, batch: int, pair: DevicePair, steps: int, warmup
     finally:
         for proc in procs:
             proc.join(_TIMEOUT_S)
-    return {"step_s": max(messages[("done", 0)], messages[("done", 1)]),
-            "startup_s": max(messages[("ready", 0)], messages[("ready", 1)]), "batch_per_copy": _share_sizes(batch)}
+    (step0, sum0), (step1, sum1) = messages[("done", 0)], messages[("done", 1)]
+    return {"step_s": max(step0, step1), "startup_s": max(messages[("ready", 0)], messages[("ready", 1)]),
+            "batch_per_copy": _share_sizes(batch), "weights_checksums": [sum0, sum1],
+            "copies_agree": abs(sum0 - sum1) <= 1e-5 * max(1.0, abs(sum0))}

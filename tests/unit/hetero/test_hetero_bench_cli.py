@@ -17,16 +17,16 @@ SMALL = ["--model", "seed", "--batch", "2", "--steps", "1", "--warmup", "0", "--
 
 
 @pytest.mark.slow
-def test_cpu_dry_run_json_with_the_naive_version() -> None:
-    proc = run_cli_subprocess("hetero-bench", "--device", "cpu", "--json", "--mode", "inference", *SMALL,
+def test_cpu_dry_run_json_training_with_the_naive_version() -> None:
+    proc = run_cli_subprocess("hetero-bench", "--device", "cpu", "--json", "--mode", "train", *SMALL,
                               env=ONE_THREAD, timeout=600)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)  # stdout holds the JSON alone; progress went to stderr
-    assert "hetero-bench: seed inference batch 2: naive two-process version (spawn)" in proc.stderr
+    assert "hetero-bench: seed train batch 2: naive two-process version (spawn)" in proc.stderr
     assert result["dry_run"] is True and result["accel"] == "cpu" and result["torch"] == torch.__version__
     assert result["spawn"]["spawn_import_torch_s"] > result["spawn"]["spawn_s"] > 0
     (case,) = result["cases"]
-    assert (case["model"], case["mode"], case["batch"]) == ("seed", "inference", 2)
+    assert (case["model"], case["mode"], case["batch"]) == ("seed", "train", 2)
     for key in ("cpu_s", "accel_s", "split_s", "tune_s"):
         assert case[key] > 0, key
     assert case["best_single_s"] == min(case["cpu_s"], case["accel_s"])
@@ -35,16 +35,17 @@ def test_cpu_dry_run_json_with_the_naive_version() -> None:
     assert [layer["name"] for layer in case["layers"]] == ["conv1", "conv2", "fc1", "fc2", "fc3"]
     assert all(layer["tuned"] for layer in case["layers"])
     assert case["naive"]["step_s"] > 0 and case["naive"]["batch_per_copy"] == [1, 1]
+    assert case["naive"]["copies_agree"] is True  # the gradient merge kept the two copies one model
 
 
-def test_cpu_dry_run_text_for_a_training_step() -> None:
-    proc = run_cli_subprocess("hetero-bench", "--device", "cpu", "--mode", "train", "--no-naive", *SMALL,
+def test_cpu_dry_run_text_for_inference() -> None:
+    proc = run_cli_subprocess("hetero-bench", "--device", "cpu", "--mode", "inference", "--no-naive", *SMALL,
                               env=ONE_THREAD, timeout=600)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[1].startswith("DRY RUN: --device cpu puts both shares on this CPU")
     assert lines[2].split()[:4] == ["model", "mode", "batch", "cpu"]
-    assert lines[3].split()[:3] == ["seed", "train", "2"]
+    assert lines[3].split()[:3] == ["seed", "inference", "2"]
     assert lines[3].endswith("all accelerator") or re.search(r"\d+/\d+$", lines[3]), lines[3]  # ratio chosen
     assert "naive" not in proc.stderr
 
