@@ -150,3 +150,31 @@ def test_auto_tunes_on_the_first_forward_and_stays_correct() -> None:
     assert split.tuning is not None and split.host_units == split.tuning.host_units
     assert {c.host_units for c in split.tuning.candidates} >= {0, 6}
     assert split.tuning.chosen.measured_s is not None
+
+
+def test_the_two_shares_run_concurrently_on_two_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each share waits until the other has started: run one after the other, the first would time out."""
+    import threading
+
+    from legacy_gpu_patch.hetero.split import LayerSpec
+
+    started = {"host": threading.Event(), "accel": threading.Event()}
+    threads: dict[str, str] = {}
+    real_compute = LayerSpec.compute
+
+    def rendezvous(self: LayerSpec, x: Tensor, weight: Tensor, bias: Tensor | None, n_units: int) -> Tensor:
+        side = "host" if threading.current_thread() is not threading.main_thread() else "accel"
+        threads[side] = threading.current_thread().name
+        started[side].set()
+        other = "accel" if side == "host" else "host"
+        assert started[other].wait(timeout=30), f"the {other} share never started while the {side} share ran"
+        return real_compute(self, x, weight, bias, n_units)
+
+    monkeypatch.setattr(LayerSpec, "compute", rendezvous)
+    conv = nn.Conv2d(3, 6, 3)
+    split = split_conv(conv, 0.5, cpu_threads=1, **CPU_PAIR)
+    x = torch.randn(1, 3, 6, 6)
+    out = split(x)
+    monkeypatch.undo()
+    torch.testing.assert_close(out, conv(x))
+    assert threads["host"].startswith("lgpatch-hetero-cpu1") and threads["accel"] == "MainThread"
