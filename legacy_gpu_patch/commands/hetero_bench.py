@@ -83,6 +83,10 @@ def format_results(results: dict[str, Any]) -> str:
         sp = results["spawn"]
         lines.append(f"spawn start-up {sp['spawn_s'] * 1e3:.0f} ms, with import torch "
                      f"{sp['spawn_import_torch_s'] * 1e3:.0f} ms")
+    startups = [c["naive"]["startup_s"] for c in results["cases"] if "naive" in c]
+    if startups:
+        lines.append(f"naive: two processes (spawn), half the batch each, gradients merged in shared memory; their "
+                     f"start-up ({min(startups):.1f}–{max(startups):.1f} s) is not in its step time")
     lines.append(f"{'model':14} {'mode':9} {'batch':>5} {'cpu ms':>9} {'accel ms':>9} {'split ms':>9} "
                  f"{'speedup':>7} {'ideal':>6} {'reached':>7} {'naive ms':>9}  ratio chosen")
     for c in results["cases"]:
