@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +16,16 @@ from legacy_gpu_patch.hetero import SplitLayer, split_model  # noqa: E402
 from legacy_gpu_patch.hetero.nets import SeedNet  # noqa: E402
 
 CPU_PAIR: dict[str, Any] = {"accel": "cpu", "host": "cpu"}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    """One intra-op thread: on a small shared machine an OpenMP team waits on its members more than it computes;
+    these tests check results, not speed."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 class SmallCNN(nn.Module):
@@ -96,3 +107,19 @@ def test_split_model_leaves_split_layers_alone() -> None:
     model = SeedNet()
     split_model(model, 0.5, **CPU_PAIR)
     assert split_model(model, 0.5, **CPU_PAIR).layers == []
+
+
+def test_a_split_model_copies_saves_and_loads_like_the_original() -> None:
+    import json
+
+    torch.manual_seed(3)
+    model = SeedNet()
+    plain = copy.deepcopy(model)
+    report = split_model(model, "auto", cpu_threads=1, example_input=torch.randn(2, 3, 32, 32), **CPU_PAIR)
+    json.dumps(report.to_json())  # plain data all the way down: the bench prints it as JSON
+    clone = copy.deepcopy(model)
+    x = torch.randn(2, 3, 32, 32)
+    torch.testing.assert_close(clone(x), plain(x), rtol=1e-5, atol=1e-6)
+    fresh = SeedNet()
+    fresh.load_state_dict(model.state_dict())  # the checkpoint of a split model loads into an unsplit one
+    torch.testing.assert_close(fresh(x), plain(x), rtol=1e-5, atol=1e-6)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,6 +14,16 @@ from legacy_gpu_patch.hetero import split_conv  # noqa: E402
 from legacy_gpu_patch.hetero.split import Parts, SplitLayer  # noqa: E402
 
 CPU_PAIR: dict[str, Any] = {"accel": "cpu", "host": "cpu"}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    """One intra-op thread: on a small shared machine an OpenMP team waits on its members more than it computes;
+    these tests check results, not speed."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def _check_same(layer: nn.Module, x: Tensor, ratio: float) -> SplitLayer:
