@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install 'legacy-gpu-patch[hetero]')")
 from torch import Tensor, nn  # noqa: E402
@@ -189,3 +191,15 @@ def test_the_two_shares_run_concurrently_on_two_threads(monkeypatch: pytest.Monk
     monkeypatch.undo()
     torch.testing.assert_close(out, conv(x))
     assert threads["host"].startswith("lgpatch-hetero-cpu1") and threads["accel"] == "MainThread"
+
+
+@settings(max_examples=30, deadline=None)
+@given(groups=st.integers(1, 3), in_per_group=st.integers(1, 3), out_per_group=st.integers(1, 4),
+       kernel=st.integers(1, 3), stride=st.integers(1, 2), bias=st.booleans(), ratio=st.floats(0.0, 1.0),
+       size=st.integers(3, 7))
+def test_any_conv_any_ratio_equals_unsplit(groups: int, in_per_group: int, out_per_group: int, kernel: int,
+                                           stride: int, bias: bool, ratio: float, size: int) -> None:
+    torch.manual_seed(11)
+    conv = nn.Conv2d(groups * in_per_group, groups * out_per_group, kernel, stride, groups=groups, bias=bias)
+    split = _check_same(conv, torch.randn(2, groups * in_per_group, size, size), ratio)
+    assert split.host_units == round(ratio * split.spec.units)
