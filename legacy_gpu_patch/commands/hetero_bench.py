@@ -88,12 +88,14 @@ def format_results(results: dict[str, Any]) -> str:
         lines.append(f"naive: two processes (spawn), half the batch each, gradients merged in shared memory; their "
                      f"start-up ({min(startups):.1f}–{max(startups):.1f} s) is not in its step time")
     lines.append(f"{'model':14} {'mode':9} {'batch':>5} {'cpu ms':>9} {'accel ms':>9} {'split ms':>9} "
-                 f"{'speedup':>7} {'ideal':>6} {'reached':>7} {'naive ms':>9}  ratio chosen")
+                 f"{'speedup':>7} {'ideal':>6} {'reached':>7} {'naive ms':>9} {'auto':>5}  ratio chosen")
     for c in results["cases"]:
         naive = _ms(c["naive"]["step_s"]) if "naive" in c else f"{'-':>9}"
         lines.append(f"{c['model']:14} {c['mode']:9} {c['batch']:5d} {_ms(c['cpu_s'])} {_ms(c['accel_s'])} "
                      f"{_ms(c['split_s'])} {c['speedup']:6.3f}x {c['ideal_speedup']:5.3f}x "
-                     f"{c['fraction_of_ideal']:6.1%} {naive}  {c['ratio_chosen']}")
+                     f"{c['fraction_of_ideal']:6.1%} {naive} {c['auto']['placement']:>5}  {c['ratio_chosen']}")
+    lines.append("speedup and reached: the per-layer split against the best single device; auto: what auto keeps at "
+                 "the model level (the split, or the whole model on cpu or accel when no split beats it)")
     lines += _shared_layers(results["cases"])
     return "\n".join(lines)
 

@@ -18,6 +18,7 @@ from torch import nn
 from legacy_gpu_patch.hetero import naive, nets
 from legacy_gpu_patch.hetero.devices import DevicePair
 from legacy_gpu_patch.hetero.model import split_model
+from legacy_gpu_patch.hetero.tune import choose_placement
 
 Progress = Callable[[str], None]
 
@@ -104,9 +105,12 @@ def summarise(cpu_s: float, accel_s: float, split_s: float) -> dict[str, Any]:
     rc_over_rg = accel_s / cpu_s  # rates are 1/time: Rc/Rg = t_accel / t_cpu
     ideal = 1.0 + min(cpu_s, accel_s) / max(cpu_s, accel_s)  # both busy, no overhead: (Rc + Rg) / max(Rc, Rg)
     speedup = best / split_s
+    placement = choose_placement(cpu_s, accel_s, split_s)
+    auto_s = {"split": split_s, "cpu": cpu_s, "accel": accel_s}[placement]
     return {"cpu_s": cpu_s, "accel_s": accel_s, "split_s": split_s, "best_single": "cpu" if cpu_s < accel_s
             else "accel", "best_single_s": best, "speedup": speedup, "rc_over_rg": rc_over_rg,
-            "ideal_speedup": ideal, "fraction_of_ideal": speedup / ideal}
+            "ideal_speedup": ideal, "fraction_of_ideal": speedup / ideal,
+            "auto": {"placement": placement, "step_s": auto_s, "speedup": best / auto_s}}
 
 
 def chosen_ratios(layers: list[dict[str, Any]]) -> str:

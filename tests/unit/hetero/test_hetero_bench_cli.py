@@ -32,6 +32,7 @@ def test_cpu_dry_run_json_training_with_the_naive_version() -> None:
     assert case["best_single_s"] == min(case["cpu_s"], case["accel_s"])
     assert case["ideal_speedup"] == pytest.approx(1 + case["best_single_s"] / max(case["cpu_s"], case["accel_s"]))
     assert case["fraction_of_ideal"] == pytest.approx(case["speedup"] / case["ideal_speedup"])
+    assert case["auto"]["placement"] in ("split", "cpu", "accel") and case["auto"]["speedup"] >= 0.99
     assert [layer["name"] for layer in case["layers"]] == ["conv1", "conv2", "fc1", "fc2", "fc3"]
     assert all(layer["tuned"] for layer in case["layers"])
     assert case["naive"]["step_s"] > 0 and case["naive"]["batch_per_copy"] == [1, 1]

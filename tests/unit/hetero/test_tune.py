@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("torch", reason="PyTorch is not installed (pip install 'legacy-gpu-patch[hetero]')")
 
-from legacy_gpu_patch.hetero.tune import SideModel, balance_point, choose, grid
+from legacy_gpu_patch.hetero.tune import SideModel, balance_point, choose, choose_placement, grid
 
 
 @dataclass
@@ -120,3 +120,10 @@ def test_single_unit_layer() -> None:
     result = choose(1, timer)
     assert result.host_units == 1
     assert result.to_json()["chosen"]["host_units"] == 1
+
+
+def test_model_level_placement_keeps_a_split_only_when_it_beats_both_devices() -> None:
+    assert choose_placement(cpu_s=2.0, accel_s=1.0, split_s=0.8) == "split"
+    assert choose_placement(cpu_s=2.0, accel_s=1.0, split_s=0.995) == "accel"  # within min_gain: noise
+    assert choose_placement(cpu_s=0.5, accel_s=1.0, split_s=0.9) == "cpu"  # a tiny net at batch 1
+    assert choose_placement(cpu_s=0.5, accel_s=1.0, split_s=0.4) == "split"
