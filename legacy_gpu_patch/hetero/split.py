@@ -191,7 +191,9 @@ def split_conv(layer: nn.Module, ratio: Ratio = "auto", cpu_threads: Optional[in
     """Wrap `layer` (nn.Conv2d or nn.Linear) so that a `ratio` share of its output channels (or groups) runs on
     `host` and the rest on `accel`, concatenated on `output` (default: `accel`).
 
-    ratio="auto" measures both devices on the real input: on `example_input` now, or on the first forward's input.
+    ratio="auto" measures both devices on the real input: on `example_input` now, or on the first forward's input
+    (timing a training step when `train`, or when that forward runs in training mode with autograd on; else a
+    forward under no_grad). Tune again with `layer.tune(x, train=...)` when the shape or the mode changes.
     0 and 1 bypass the other device completely. The wrapper shares the layer's Parameters; the layer itself is not
     changed, so put the wrapper where the layer was (or use split_model).
     """
