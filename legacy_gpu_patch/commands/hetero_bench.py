@@ -94,6 +94,10 @@ def format_results(results: dict[str, Any]) -> str:
         lines.append(f"{c['model']:14} {c['mode']:9} {c['batch']:5d} {_ms(c['cpu_s'])} {_ms(c['accel_s'])} "
                      f"{_ms(c['split_s'])} {c['speedup']:6.3f}x {c['ideal_speedup']:5.3f}x "
                      f"{c['fraction_of_ideal']:6.1%} {naive} {c['auto']['placement']:>5}  {c['ratio_chosen']}")
+    worst = max((c["check"].get("grad_max_abs_diff", c["check"]["output_max_abs_diff"]) for c in results["cases"]),
+                default=0.0)
+    lines.append(f"split vs unsplit on the accelerator, same weights: largest difference {worst:.2e} (outputs and "
+                 "gradients; --json has each case)")
     lines.append("speedup and reached: the per-layer split against the best single device; auto: what auto keeps at "
                  "the model level (the split, or the whole model on cpu or accel when no split beats it)")
     lines += _shared_layers(results["cases"])

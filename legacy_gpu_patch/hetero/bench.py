@@ -88,16 +88,38 @@ def run_case(name: str, mode: str, batch: int, opts: BenchOptions, progress: Pro
     report = split_model(model, "auto", accel=pair.accel, host=pair.host, cpu_threads=opts.cpu_threads,
                          example_input=x, train=train)
     tune_s = time.perf_counter() - t0
+    check = compare_with_unsplit(model, name, train, x, y, pair)
     # The first layer is a SplitLayer, which reads the batch where it lies: in host memory.
     split_s = time_steps(make_step(model, train, x, y, pair.host), pair, opts.steps, opts.warmup)
     result = summarise(cpu_s, accel_s, split_s)
-    result.update(model=name, mode=mode, batch=batch, tune_s=tune_s, layers=report.to_json()["layers"],
+    result.update(model=name, mode=mode, batch=batch, tune_s=tune_s, check=check, layers=report.to_json()["layers"],
                   ratio_chosen=chosen_ratios(report.to_json()["layers"]))
     if opts.naive:
         progress(f"{label}: naive two-process version (spawn)")
         result["naive"] = naive.run(name, train, batch, pair, opts.steps, opts.warmup)
         result["naive"]["vs_best_single"] = result["best_single_s"] / result["naive"]["step_s"]
     return result
+
+
+def compare_with_unsplit(split: nn.Module, name: str, train: bool, x: torch.Tensor, y: torch.Tensor,
+                         pair: DevicePair) -> dict[str, float]:
+    """The split against the same network unsplit on the accelerator, from the same weights: the largest difference
+    of the outputs and, for a training step, of every parameter's gradient. On a GPU, expect TF32-sized differences
+    (cuDNN convolutions use TF32 by default), not exact equality."""
+    reference = nets.build(name).to(pair.accel).train(train)
+    reference.load_state_dict(split.state_dict())
+    with torch.set_grad_enabled(train):
+        out_split, out_ref = split(x), reference(x.to(pair.accel))
+    diffs = {"output_max_abs_diff": float((out_split.to(pair.accel) - out_ref).abs().max()),
+             "output_max_abs": float(out_ref.abs().max())}
+    if train:
+        loss_split = F.cross_entropy(out_split, y.to(out_split.device))
+        grads_split = torch.autograd.grad(loss_split, list(split.parameters()))
+        grads_ref = torch.autograd.grad(F.cross_entropy(out_ref, y.to(pair.accel)), list(reference.parameters()))
+        pairs = zip(grads_split, grads_ref)
+        diffs["grad_max_abs_diff"] = max(float((a.to(pair.accel) - b).abs().max()) for a, b in pairs)
+        diffs["grad_max_abs"] = max(float(b.abs().max()) for b in grads_ref)
+    return diffs
 
 
 def summarise(cpu_s: float, accel_s: float, split_s: float) -> dict[str, Any]:

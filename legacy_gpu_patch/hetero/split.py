@@ -138,13 +138,10 @@ class SplitLayer(nn.Module):
         return self.tuning
 
     def run(self, x: torch.Tensor, host_units: int, parts: Parts) -> torch.Tensor:
-        units = self.spec.units
-        accel_units = units - host_units
-        sizes = [host_units * self.spec.out_per_unit, accel_units * self.spec.out_per_unit]
-        w_host, w_accel = self.weight.split(sizes)
-        b_host, b_accel = self.bias.split(sizes) if self.bias is not None else (None, None)
+        accel_units = self.spec.units - host_units
+        w_host, b_host, w_accel, b_accel = self._slices(host_units)
         future = None
-        if host_units and parts is not Parts.ACCEL:
+        if w_host is not None and parts is not Parts.ACCEL:
             # Copies to the host are made here, before any accelerator work of this layer is queued: a device-to-
             # host copy waits for everything queued before it on the stream.
             x_host = self.spec.input_share(x, 0, host_units).to(self.pair.host)
@@ -153,7 +150,7 @@ class SplitLayer(nn.Module):
                 _host_compute, self.spec, x_host, w_host, b_host, host_units, torch.is_grad_enabled(),
                 torch.is_inference_mode_enabled())
         y_accel = None
-        if accel_units and parts is not Parts.HOST:
+        if w_accel is not None and parts is not Parts.HOST:
             x_accel = self.spec.input_share(x, host_units, accel_units).to(self.pair.accel, non_blocking=True)
             y_accel = self.spec.compute(x_accel, w_accel, b_accel, accel_units).to(self.pair.output)
         y_host = future.result().to(self.pair.output) if future is not None else None
@@ -162,6 +159,18 @@ class SplitLayer(nn.Module):
             assert result is not None, "a forward computes at least one share"
             return result
         return torch.cat([y_host, y_accel], dim=self.spec.channel_dim)
+
+    def _slices(self, host_units: int) -> tuple[Optional[torch.Tensor], ...]:
+        """(host weight, host bias, accel weight, accel bias). Ratio 0 and 1 use the Parameters whole: a split with
+        an empty share would still cost a view per forward and a concatenation of gradients per backward."""
+        if host_units == 0:
+            return None, None, self.weight, self.bias
+        if host_units == self.spec.units:
+            return self.weight, self.bias, None, None
+        sizes = [host_units * self.spec.out_per_unit, (self.spec.units - host_units) * self.spec.out_per_unit]
+        w_host, w_accel = self.weight.split(sizes)
+        b_host, b_accel = self.bias.split(sizes) if self.bias is not None else (None, None)
+        return w_host, b_host, w_accel, b_accel
 
     def _on_host(self, weight: torch.Tensor, bias: Optional[torch.Tensor],
                  host_units: int) -> tuple[torch.Tensor, Optional[torch.Tensor]]:

@@ -32,6 +32,9 @@ def test_cpu_dry_run_json_training_with_the_naive_version() -> None:
     assert case["best_single_s"] == min(case["cpu_s"], case["accel_s"])
     assert case["ideal_speedup"] == pytest.approx(1 + case["best_single_s"] / max(case["cpu_s"], case["accel_s"]))
     assert case["fraction_of_ideal"] == pytest.approx(case["speedup"] / case["ideal_speedup"])
+    check = case["check"]  # the split against the unsplit model from the same weights, both on this CPU
+    assert check["output_max_abs_diff"] <= 1e-5 * max(1.0, check["output_max_abs"])
+    assert check["grad_max_abs_diff"] <= 1e-5 * max(1.0, check["grad_max_abs"])
     assert case["auto"]["placement"] in ("split", "cpu", "accel") and case["auto"]["speedup"] >= 0.99
     assert [layer["name"] for layer in case["layers"]] == ["conv1", "conv2", "fc1", "fc2", "fc3"]
     assert all(layer["tuned"] for layer in case["layers"])
@@ -49,6 +52,8 @@ def test_cpu_dry_run_text_for_inference() -> None:
     assert lines[3].split()[:3] == ["seed", "inference", "2"]
     assert lines[3].endswith("all accelerator") or re.search(r"\d+/\d+$", lines[3]), lines[3]  # ratio chosen
     assert "naive" not in proc.stderr
+    assert any(line.startswith("split vs unsplit on the accelerator, same weights: largest difference ")
+               for line in lines)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
