@@ -91,9 +91,9 @@ def balance_point(units: int, host: SideModel, accel: SideModel) -> float:
 def choose(units: int, timer: Timer, *, verify: int = 3, min_gain: float = 0.01) -> TuneResult:
     all_accel, all_host = timer.split(0), timer.split(units)
     few_host, few_accel = max(1, units // 4), max(1, units // 2)
-    host = SideModel.fit(units, timer.host(units), few_host, timer.host(few_host)) if units > 1 \
-        else SideModel(0.0, all_host)
-    accel = SideModel.fit(units, timer.accel(units), few_accel, timer.accel(few_accel)) if units > 1 \
+    # A split at 0 or `units` runs one side alone, so the endpoints are also each side's "all units" point.
+    host = SideModel.fit(units, all_host, few_host, timer.host(few_host)) if units > 1 else SideModel(0.0, all_host)
+    accel = SideModel.fit(units, all_accel, few_accel, timer.accel(few_accel)) if units > 1 \
         else SideModel(0.0, all_accel)
     points = grid(units, balance_point(units, host, accel))
     candidates = {k: Candidate(k, predict(k, units, host, accel)) for k in points}
