@@ -110,8 +110,8 @@ def compare_with_unsplit(split: nn.Module, name: str, train: bool, x: torch.Tens
     reference.load_state_dict(split.state_dict())
     with torch.set_grad_enabled(train):
         out_split, out_ref = split(x), reference(x.to(pair.accel))
-    diffs = {"output_max_abs_diff": float((out_split.to(pair.accel) - out_ref).abs().max()),
-             "output_max_abs": float(out_ref.abs().max())}
+    diffs = {"output_max_abs_diff": float((out_split.to(pair.accel) - out_ref).detach().abs().max()),
+             "output_max_abs": float(out_ref.detach().abs().max())}
     if train:
         loss_split = F.cross_entropy(out_split, y.to(out_split.device))
         grads_split = torch.autograd.grad(loss_split, list(split.parameters()))

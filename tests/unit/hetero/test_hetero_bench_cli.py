@@ -23,6 +23,7 @@ def test_cpu_dry_run_json_training_with_the_naive_version() -> None:
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)  # stdout holds the JSON alone; progress went to stderr
     assert "hetero-bench: seed train batch 2: naive two-process version (spawn)" in proc.stderr
+    assert "Warning" not in proc.stderr, proc.stderr
     assert result["dry_run"] is True and result["accel"] == "cpu" and result["torch"] == torch.__version__
     assert result["spawn"]["spawn_import_torch_s"] > result["spawn"]["spawn_s"] > 0
     (case,) = result["cases"]
