@@ -92,8 +92,9 @@ def run_case(name: str, mode: str, batch: int, opts: BenchOptions, progress: Pro
     # The first layer is a SplitLayer, which reads the batch where it lies: in host memory.
     split_s = time_steps(make_step(model, train, x, y, pair.host), pair, opts.steps, opts.warmup)
     result = summarise(cpu_s, accel_s, split_s)
-    result.update(model=name, mode=mode, batch=batch, tune_s=tune_s, check=check, layers=report.to_json()["layers"],
-                  ratio_chosen=chosen_ratios(report.to_json()["layers"]))
+    split_json = report.to_json()
+    result.update(model=name, mode=mode, batch=batch, tune_s=tune_s, check=check, layers=split_json["layers"],
+                  ratio_chosen=chosen_ratios(split_json["layers"]), tuning=split_json["tuning"])
     if opts.naive:
         progress(f"{label}: naive two-process version (spawn)")
         result["naive"] = naive.run(name, train, batch, pair, opts.steps, opts.warmup)

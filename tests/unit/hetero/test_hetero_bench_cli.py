@@ -39,6 +39,9 @@ def test_cpu_dry_run_json_training_with_the_naive_version() -> None:
     assert case["auto"]["placement"] in ("split", "cpu", "accel") and case["auto"]["speedup"] >= 0.99
     assert [layer["name"] for layer in case["layers"]] == ["conv1", "conv2", "fc1", "fc2", "fc3"]
     assert all(layer["tuned"] for layer in case["layers"])
+    conv1 = case["tuning"]["conv1"]  # every candidate the tuner predicted, and the ones it measured
+    assert [c["host_units"] for c in conv1["candidates"]] == list(range(7))
+    assert conv1["candidates"][0]["measured_s"] > 0 and conv1["candidates"][6]["measured_s"] > 0
     assert case["naive"]["step_s"] > 0 and case["naive"]["batch_per_copy"] == [1, 1]
     assert case["naive"]["copies_agree"] is True  # the gradient merge kept the two copies one model
 
