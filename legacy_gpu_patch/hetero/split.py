@@ -110,7 +110,7 @@ class SplitLayer(nn.Module):
         self.auto = ratio == "auto"
         self.host_units = 0 if self.auto else units_for_ratio(ratio, self.spec.units)
         self.tuning: Any = None  # a TuneResult once `auto` has measured
-        self._host_weights: dict[tuple[int, int, int], tuple[torch.Tensor, Optional[torch.Tensor]]] = {}
+        self._copies: dict[tuple[str, int, int, int], tuple[torch.Tensor, Optional[torch.Tensor]]] = {}
 
     @property
     def ratio(self) -> float:
@@ -145,13 +145,14 @@ class SplitLayer(nn.Module):
             # Copies to the host are made here, before any accelerator work of this layer is queued: a device-to-
             # host copy waits for everything queued before it on the stream.
             x_host = self.spec.input_share(x, 0, host_units).to(self.pair.host)
-            w_host, b_host = self._on_host(w_host, b_host, host_units)
+            w_host, b_host = self._params_on(self.pair.host, w_host, b_host, host_units)
             future = host_pool(self.cpu_threads).submit(
                 _host_compute, self.spec, x_host, w_host, b_host, host_units, torch.is_grad_enabled(),
                 torch.is_inference_mode_enabled())
         y_accel = None
         if w_accel is not None and parts is not Parts.HOST:
             x_accel = self.spec.input_share(x, host_units, accel_units).to(self.pair.accel, non_blocking=True)
+            w_accel, b_accel = self._params_on(self.pair.accel, w_accel, b_accel, host_units)
             y_accel = self.spec.compute(x_accel, w_accel, b_accel, accel_units).to(self.pair.output)
         y_host = future.result().to(self.pair.output) if future is not None else None
         if y_host is None or y_accel is None:
@@ -172,19 +173,21 @@ class SplitLayer(nn.Module):
         b_host, b_accel = self.bias.split(sizes) if self.bias is not None else (None, None)
         return w_host, b_host, w_accel, b_accel
 
-    def _on_host(self, weight: torch.Tensor, bias: Optional[torch.Tensor],
-                 host_units: int) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """The host share's parameters on the host. With autograd on, a fresh differentiable copy each forward (so
-        gradients flow back); without it, a cached copy reused until the Parameter changes (its version counter)."""
-        if self.weight.device == self.pair.host or torch.is_grad_enabled():
-            return weight.to(self.pair.host), bias.to(self.pair.host) if bias is not None else None
+    def _params_on(self, device: torch.device, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                   host_units: int) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """A share's parameters on the device that computes it (the Parameters may live on either device, or on
+        neither). With autograd on, a differentiable copy each forward (its backward carries the gradient home);
+        without it, a cached copy reused until the Parameter changes (its version counter) or moves."""
+        if self.weight.device == device or torch.is_grad_enabled():
+            return weight.to(device), bias.to(device) if bias is not None else None
         version = self.weight._version + (self.bias._version if self.bias is not None else 0)
-        key = (host_units, version, self.weight.data_ptr())
-        cached = self._host_weights.get(key)
+        key = (str(device), host_units, version, self.weight.data_ptr())
+        cached = self._copies.get(key)
         if cached is None:
-            self._host_weights.clear()
-            cached = (weight.to(self.pair.host), bias.to(self.pair.host) if bias is not None else None)
-            self._host_weights[key] = cached
+            for stale in [k for k in self._copies if k[0] == key[0]]:
+                del self._copies[stale]
+            cached = (weight.to(device), bias.to(device) if bias is not None else None)
+            self._copies[key] = cached
         return cached
 
 

@@ -132,6 +132,27 @@ def test_inference_cache_follows_weight_updates() -> None:
         torch.testing.assert_close(split(x), conv(x))
 
 
+def test_copies_to_the_other_device_are_cached_only_without_autograd() -> None:
+    """Where the Parameters live on the other device (here: the CPU, against the data-less "meta" device), inference
+    reuses one copy until the Parameter changes; with autograd every forward makes a fresh differentiable copy."""
+    split = split_conv(nn.Conv2d(3, 6, 3), 0.5, **CPU_PAIR)
+    meta = torch.device("meta")
+
+    def host_weight_on_meta() -> Tensor:  # as run() does it: slices taken anew, then the copy
+        w_host, b_host, _, _ = split._slices(3)
+        assert w_host is not None
+        return split._params_on(meta, w_host, b_host, 3)[0]
+
+    with torch.no_grad():
+        first = host_weight_on_meta()
+        assert first.device == meta and host_weight_on_meta() is first
+        split.weight.add_(1.0)  # an optimizer step: the version counter moves
+        assert host_weight_on_meta() is not first
+        assert len(split._copies) == 1  # the stale copy was dropped
+    fresh = host_weight_on_meta()
+    assert fresh.grad_fn is not None and fresh is not host_weight_on_meta()
+
+
 def test_one_share_alone_for_the_tuner() -> None:
     torch.manual_seed(9)
     conv = nn.Conv2d(3, 6, 3)
