@@ -78,25 +78,28 @@ def split_model(model: nn.Module, ratio: Ratio = "auto", *, accel: DeviceLike = 
                 example_input: Optional[torch.Tensor] = None, train: Optional[bool] = None) -> SplitReport:
     """Replace, in place, every nn.Conv2d and nn.Linear of `model` by a SplitLayer sharing its Parameters.
 
+    Every split layer hands its result to `output` (default: the accelerator), so the rest of the model — batch
+    norm, activations, the layers left alone — must live there: move the model to the accelerator first.
+
     With ratio="auto" and `example_input`, one forward of the model tunes every layer on its real input (in the
     model's training mode unless `train` says otherwise; batch-norm statistics are restored afterwards). Without
     `example_input`, each layer tunes itself at the first real forward.
     """
     pair = DevicePair.of(accel=accel, host=host, output=output)
     report = SplitReport(pair)
-    for parent_name, parent in list(model.named_modules()):
-        for child_name, child in list(parent.named_children()):
-            if isinstance(child, SplitLayer) or not isinstance(child, (nn.Conv2d, nn.Linear)):
-                continue
-            full_name = f"{parent_name}.{child_name}" if parent_name else child_name
-            reason = _skip_reason(child)
-            if reason:
-                report.skipped.append((full_name, reason))
-                continue
-            layer = SplitLayer(child, ratio, pair, cpu_threads)
-            layer.train(child.training)
-            setattr(parent, child_name, layer)
-            report.layers.append((full_name, layer))
+    # named_modules walks in definition order, so the report lists the layers as the model runs them.
+    targets = [(name, module) for name, module in model.named_modules()
+               if isinstance(module, (nn.Conv2d, nn.Linear)) and not isinstance(module, SplitLayer)]
+    for name, module in targets:
+        reason = "the model itself is one layer: use split_conv" if not name else _skip_reason(module)
+        if reason:
+            report.skipped.append((name or type(module).__name__, reason))
+            continue
+        parent_name, _, child_name = name.rpartition(".")
+        layer = SplitLayer(module, ratio, pair, cpu_threads)
+        layer.train(module.training)
+        setattr(model.get_submodule(parent_name) if parent_name else model, child_name, layer)
+        report.layers.append((name, layer))
     if ratio == "auto" and example_input is not None:
         _tune_in_place(model, example_input, model.training if train is None else train)
     return report

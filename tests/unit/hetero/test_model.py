@@ -107,6 +107,8 @@ def test_split_model_leaves_split_layers_alone() -> None:
     model = SeedNet()
     split_model(model, 0.5, **CPU_PAIR)
     assert split_model(model, 0.5, **CPU_PAIR).layers == []
+    alone = split_model(nn.Linear(3, 4), 0.5, **CPU_PAIR)
+    assert alone.layers == [] and alone.skipped == [("Linear", "the model itself is one layer: use split_conv")]
 
 
 def test_a_split_model_copies_saves_and_loads_like_the_original() -> None:
@@ -123,3 +125,19 @@ def test_a_split_model_copies_saves_and_loads_like_the_original() -> None:
     fresh = SeedNet()
     fresh.load_state_dict(model.state_dict())  # the checkpoint of a split model loads into an unsplit one
     torch.testing.assert_close(fresh(x), plain(x), rtol=1e-5, atol=1e-6)
+
+
+def test_nested_modules_are_found_and_named_by_their_path() -> None:
+    from legacy_gpu_patch.hetero.nets import ResNet18Like
+
+    torch.manual_seed(4)
+    model = ResNet18Like().eval()
+    reference = copy.deepcopy(model)
+    report = split_model(model, 0.25, **CPU_PAIR)
+    names = [name for name, _ in report.layers]
+    assert len(names) == 21 and names[0] == "stem" and names[-1] == "fc"
+    assert {"blocks.0.conv1", "blocks.2.down.0", "blocks.7.conv2"} <= set(names)
+    assert isinstance(model.blocks[2].down[0], SplitLayer) and model.blocks[2].down[0].host_units == 32
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), reference(x), rtol=1e-4, atol=1e-5)
