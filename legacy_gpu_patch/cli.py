@@ -34,6 +34,7 @@ COMMANDS = {
     "matrix": ("matrix", "Expand recipes and parameter values into a CI job matrix, pruned with reasons."),
     "ci": ("ci", "Run one CI job: apply (strict), build, repair and label the wheel, smoke-test it, report."),
     "report": ("report_cmd", "Work with CI reports (merge many jobs' reports into one summary)."),
+    "hetero-bench": ("hetero_bench", "Time CPU only, GPU only and a CPU+GPU split of conv layers (needs torch)."),
 }
 
 
