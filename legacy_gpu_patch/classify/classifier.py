@@ -19,6 +19,7 @@ matched on their first `max_line` bytes, a long line on a window of MATCH_WINDOW
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
@@ -47,6 +48,9 @@ __all__ = [
     "rule_files",
     "strip_prefixes",
 ]
+
+# a progress marker of make/CMake or ninja at the start of a line (after a CI timestamp, if any)
+_PROGRESS_START = re.compile(r"^(?:\S+Z[ \t]|\#\d+[ \t]\d+\.\d+[ \t])?[ \t]*\[(?:[ \t]*\d{1,3}%|\d+/\d+)\][ \t]")
 
 SMALL_CHUNK = 256 << 10  # below this a chunk is joined to the open line of the last one (one scan, not two)
 CHUNK = 1 << 20
@@ -203,6 +207,21 @@ class Classifier(Collector):
         for line in reversed(tail):
             self._carry.append(line)
 
+    def _join_pending(self, raw: bytes, text: str | None) -> bool:
+        """Resolve the waiting finding with this line; True if the line was its wrapped continuation.
+
+        A line that starts with a build tool's progress marker ("[12/345] Building ...") is output of its own, never
+        the rest of a wrapped line: the joined readings are not tried (they cost three rule searches a line in a
+        failing build, where every long error line waits for the next one).
+        """
+        head = raw[:256].decode("utf-8", "replace")
+        if _PROGRESS_START.match(head):
+            self._finish_pending(None)
+            return False
+        if text is None:
+            text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
+        return self._finish_pending(text, strip_prefixes(head)[:1].encode())
+
     def _before(self, block: bytes, s: int, n: int) -> list[str]:
         out: list[bytes] = []
         lo = self._block_start
@@ -238,11 +257,8 @@ class Classifier(Collector):
                 text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
                 if self._continue_block(raw, text):
                     return True
-            if self._pending is not None:
-                if text is None:
-                    text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
-                if self._finish_pending(text, strip_prefixes(raw[:256].decode("utf-8", "replace"))[:1].encode()):
-                    return True
+            if self._pending is not None and self._join_pending(raw, text):
+                return True
         if hit < 0:
             return False
         if not checked and self._raw_skipped(raw):

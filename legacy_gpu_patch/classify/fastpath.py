@@ -214,3 +214,67 @@ def _raw_skip_regex(lead: Sequence[Rule]) -> re.Pattern[bytes] | None:
         return None
     # the indentation once, before the alternation: its branches then start with a literal that sre tests first
     return re.compile(b"[ \t]*(?:" + b"|".join(parts) + b")")
+
+
+MIN_FACTOR = 3  # shorter necessary strings select too many lines to be worth a test
+MAX_FACTOR_SETS = 3  # sets tested per rule (each costs a few `in`s)
+
+
+def _selectivity(found: set[str]) -> tuple[float, int, int]:
+    """How few lines a set of necessary strings lets through, as a sort key: names (camelCase, snake_case, digits:
+    the identifiers a rule is about) before words, then fewer strings, then longer ones."""
+    named = sum(1 for s in found if "_" in s or any(ch.isupper() for ch in s[1:]) or any(ch.isdigit() for ch in s))
+    return (named / len(found), -len(found), min(len(s) for s in found))
+
+
+def necessary_factors(regex: re.Pattern[str]) -> tuple[frozenset[str], ...] | None:
+    """Sets of lowercased strings such that every match of `regex` holds one string of each set; None if none known.
+
+    Read from the parsed pattern: a run of literals, an alternation (the union of each alternative's best set), a
+    repeat of at least one, the inside of a lookaround; all of a sequence's sets are needed. A line (ASCII,
+    lowercased) missing every string of one set cannot match, and the regex is not run: most rules after the lead
+    ones look for named identifiers, which a line of another error does not hold.
+    """
+    c = _sre_constants
+    zero_width = {c.AT, c.ASSERT_NOT}
+
+    def factors(items: Any) -> list[set[str]]:
+        conj: list[set[str]] = []
+        run: list[str] = []
+        for op, av in items:
+            if op is c.LITERAL:
+                run.append(chr(av))
+                continue
+            if op in zero_width:
+                continue  # zero-width: the literals around it are still adjacent
+            if op is c.BRANCH:
+                # sre moves a common prefix out of an alternation ("cuda(?:ThreadExit|_Foo)"): put it back
+                head = [(c.LITERAL, ord(ch)) for ch in run]
+                parts = [factors(head + list(b)) for b in av[1]]
+                if all(parts):
+                    conj.append(set().union(*(max(p, key=_selectivity) for p in parts)))
+                elif len(run) >= MIN_FACTOR:
+                    conj.append({"".join(run)})
+                run = []
+                continue
+            if len(run) >= MIN_FACTOR:
+                conj.append({"".join(run)})
+            run = []
+            if op is c.SUBPATTERN:
+                conj += factors(av[3])
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
+                conj += factors(av[2])
+            elif op is c.ASSERT:
+                conj += factors(av[1])
+        if len(run) >= MIN_FACTOR:
+            conj.append({"".join(run)})
+        return conj
+
+    try:
+        found = factors(_sre_parse.parse(regex.pattern, regex.flags))
+    except Exception:  # an internal module: any surprise means "not known"
+        return None
+    if not found:
+        return None
+    best = sorted(found, key=_selectivity, reverse=True)[:MAX_FACTOR_SETS]
+    return tuple(frozenset(s.lower() for s in found_set) for found_set in best)

@@ -220,3 +220,37 @@ def test_classify_stream_finds_errors_without_an_error_word_at_the_end_of_a_long
     data = b"[1/2] Building CXX object x.o\n" * 100 + b"/usr/bin/ld: cannot find -lcudart\n" + b"Killed\n"
     c = classify_stream(io.BytesIO(data), Classifier())
     assert {f.category for f in c.findings()} == {"linker-undefined", "oom-killed"}
+
+
+def test_necessary_factors_gate_no_line_a_rule_would_match() -> None:
+    """A rule's regex is skipped on a line without any of its necessary strings: never on one it matches."""
+    c = Classifier()
+    plain = Classifier()
+    plain._factors = plain._no_factors  # every candidate rule's regex runs
+    for line in edge_lines():
+        text = normalize(line)
+        got, want = c.match(text), plain.match(text)
+        assert (got and (got[0].id, got[1].span())) == (want and (want[0].id, want[1].span())), line
+    for rule in c.rules.rules:
+        for ex in rule.examples:
+            text = normalize(ex)
+            if rule.regex.search(text) and text.isascii():
+                need = fastpath.necessary_factors(rule.regex)
+                assert need is None or all(any(f in text.lower() for f in one) for one in need), (rule.id, ex)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "factors"),
+    [
+        (r"undefined reference to (?:symbol )?'(?P<key>\w+)'", [{"undefined reference to "}]),
+        (r"(?:ab|cd)x+\bfooo(?=bar)", [{"fooo"}, {"bar"}]),
+        (r"(?i)No (?:such file|module named)", [{"no such file", "no module named"}]),
+        (r"a*bc", None),  # nothing of three characters is necessary
+        (r"(?:xyz)?abcd|efgh", [{"abcd", "efgh"}]),
+        (r"^(?=.*\u200b$)(?=.*\berror\b).*?'", [{"error"}]),
+        (r"error: (?:cudaThreadExit|cuda_Foo)\b", [{"error: cudathreadexit", "error: cuda_foo"}]),
+    ],
+)
+def test_necessary_factors(pattern: str, factors: list[set[str]] | None) -> None:
+    found = fastpath.necessary_factors(re.compile(pattern))
+    assert ([set(s) for s in found] if found is not None else None) == factors
