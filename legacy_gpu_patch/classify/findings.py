@@ -91,7 +91,7 @@ _BASELINE_SUBS = (
     (re.compile(r"/tmp/[\w.-]+|\btmp[\w-]*\b|\b(?:cc|tmpxft_)[\w]{6,}\b"), "<tmp>"),
     (re.compile(r"\b0x[0-9a-f]+\b"), "<addr>"),
     (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|seconds|min)\b"), "<time>"),
-    (re.compile(r"(?<=[:(,])\d+(?=[:),])|\bline \d+\b|\[\s*\d+%\]|\[\d+/\d+\]"), "<n>"),
+    (re.compile(r"(?<=[:(,])\d+\b|\bline \d+\b|\[\s*\d+%\]|\[\d+/\d+\]"), "<n>"),
     (re.compile(r"\s+"), " "),
 )
 
