@@ -25,7 +25,7 @@ FAILED = b"""\
 /work/pytorch/src/c10/util/Logging.cpp:14:7: error: 'glog_flag' was not declared in this scope
 CMake Error at /work/pytorch/build/cmake/Modules/FindOpenMP.cmake:44 (message): OpenMP not usable
 /tmp/tmpxft_0000ffee_00000000-6_x.cudafe1.cpp:3:1: error: expected ';' before 'x' (took 2.50 s)
-/work/pytorch/src/aten/src/ATen/native/sparse/cuda/SparseCUDABlas.cu(104): error: identifier "cusparseScsrmm2" is undefined
+/work/pt/aten/src/ATen/native/sparse/cuda/SparseCUDABlas.cu(104): error: identifier "cusparseScsrmm2" is undefined
 """
 
 

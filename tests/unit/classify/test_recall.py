@@ -102,7 +102,7 @@ def test_an_error_dense_log_keeps_exact_totals_past_the_display_cap() -> None:
     lines = quiet_lines(50_000, rnd)
     n = 0
     for i in range(0, len(lines), 5):
-        lines[i] = f"/src/aten/src/ATen/native/Op{i}.cpp:{i % 900 + 1}:3: error: 'sym{i}' was not declared in this scope"
+        lines[i] = f"/src/aten/native/Op{i}.cpp:{i % 900 + 1}:3: error: 'sym{i}' was not declared in this scope"
         n += 1
     c = Classifier(max_findings=500, max_occurrences=5)
     c.feed("\n".join(lines).encode() + b"\n")
