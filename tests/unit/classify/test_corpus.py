@@ -14,7 +14,9 @@ from legacy_gpu_patch.classify.classifier import CATEGORIES, classify_bytes
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "logs" / "corpus"
 INNOCENT = Path(__file__).resolve().parents[2] / "fixtures" / "logs" / "innocent"
-EXPECT = re.compile(r"^# expect: (?P<category>[a-z-]+)(?: (?P<rule>[a-z0-9-]+))?(?: \((?P<dialect>[^,)]+)(?:, ?[^)]*)?\))?")
+EXPECT = re.compile(
+    r"^# expect: (?P<category>[a-z-]+)(?: (?P<rule>[a-z0-9-]+))?(?: \((?P<dialect>[^,)]+)(?:, ?[^)]*)?\))?"
+)
 GOAL = 0.95
 
 
