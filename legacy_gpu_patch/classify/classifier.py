@@ -32,21 +32,9 @@ from legacy_gpu_patch.classify.normalize import context_text, normalize, strip_p
 from legacy_gpu_patch.classify.rules import CATEGORIES, Rule, RuleSet, load_rules, rule_files
 from legacy_gpu_patch.classify.scan import TriggerSearch
 
-__all__ = [
-    "CATEGORIES",
-    "Classifier",
-    "Finding",
-    "Occurrence",
-    "Rule",
-    "RuleSet",
-    "classify_bytes",
-    "classify_file",
-    "classify_lines",
-    "classify_stream",
-    "load_rules",
-    "normalize",
-    "rule_files",
-    "strip_prefixes",
+__all__ = [  # the classifier's public names (build, commands, report and tests import them from here)
+    "CATEGORIES", "Classifier", "Finding", "Occurrence", "Rule", "RuleSet", "classify_bytes", "classify_file",
+    "classify_lines", "classify_stream", "load_rules", "normalize", "rule_files", "strip_prefixes",
 ]
 
 # a progress marker of make/CMake or ninja at the start of a line (after a CI timestamp, if any)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 from legacy_gpu_patch.classify.fastpath import (
     _GLUE_FIRST,
@@ -71,9 +72,13 @@ class LiteralIndex:
         return sorted(idx)
 
 
+_UNKNOWN: Any = object()  # not read yet (a rule whose pattern gives no strings has None)
+
+
 @lru_cache(maxsize=8)
-def _rule_factors(rules: RuleSet) -> tuple[tuple[frozenset[str], ...] | None, ...]:
-    return tuple(necessary_factors(r.regex) for r in rules.rules)
+def _rule_factors(rules: RuleSet) -> list[Any]:
+    """Per rule, its necessary strings (fastpath.necessary_factors), filled in as rules are tried."""
+    return [_UNKNOWN] * len(rules.rules)
 
 
 class Matcher:
@@ -90,7 +95,7 @@ class Matcher:
         self._index = LiteralIndex(self.rules)
         # per rule, strings one of which each match holds (ASCII lines only: lower() is per character there)
         self._factors = _rule_factors(self.rules)
-        self._no_factors: tuple[tuple[frozenset[str], ...] | None, ...] = (None,) * len(self._rules)
+        self._no_factors: list[Any] = [None] * len(self._rules)
 
     def _raw_skipped(self, raw: bytes, ascii: bool = False) -> bool:
         """Whether a plain line is decided on its raw bytes: a command echo, include chain or progress line.
@@ -137,6 +142,8 @@ class Matcher:
         factors = self._factors if text.isascii() else self._no_factors
         for i in self._index.rules_for(low):
             need = factors[i]
+            if need is _UNKNOWN:  # read from the pattern when the rule is first tried: start-up stays cheap
+                need = factors[i] = necessary_factors(rules[i].regex)
             if need is not None and not all(any(f in low for f in one) for one in need):
                 continue  # a set of strings every match holds one of, none here: the regex cannot match
             m = rules[i].regex.search(text)

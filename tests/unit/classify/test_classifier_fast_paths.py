@@ -254,3 +254,19 @@ def test_necessary_factors_gate_no_line_a_rule_would_match() -> None:
 def test_necessary_factors(pattern: str, factors: list[set[str]] | None) -> None:
     found = fastpath.necessary_factors(re.compile(pattern))
     assert ([set(s) for s in found] if found is not None else None) == factors
+
+
+def test_anchor_groups_find_the_lines_each_trigger_finds() -> None:
+    """Triggers sharing a 3-byte piece are searched through it once: the candidate lines are the same."""
+    rules = load_rules()
+    shared, plain = scan.TriggerSearch(rules.triggers), scan.TriggerSearch(rules.triggers, share=False)
+    assert shared.groups and not plain.groups
+    rnd = random.Random(4)
+    words = [t.decode("utf-8") for t in rules.triggers] + ["not", "fin", "ot", " ", "\n", "x", "defined", "canno"]
+    texts = [p.read_bytes() for p in sorted(FIXTURES.rglob("*.log"))]
+    texts += ["".join(rnd.choice(words) for _ in range(rnd.randint(0, 400))).encode() + b"\n" for _ in range(300)]
+    for data in texts:
+        for start in (0, min(len(data), 7)):
+            end = len(data)
+            got = shared.lines(data, start, end, data.isascii())
+            assert got == plain.lines(data, start, end, data.isascii())

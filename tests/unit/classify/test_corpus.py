@@ -23,7 +23,7 @@ GOAL = 0.95
 def excerpts() -> list[tuple[str, str, str | None, str, bytes]]:
     """(where, category, rule, dialect, excerpt) of every corpus entry."""
     out = []
-    for path in sorted(CORPUS.glob("*.log")):
+    for path in sorted(CORPUS.glob("*.corpus")):
         current: list[str] | None = None
         head: re.Match[str] | None = None
         where = ""
