@@ -243,14 +243,15 @@ def _child(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, f
     """(wall, CPU) seconds of a child process; CPU (user + system) is what a busy shared machine distorts least."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO, env=env)
+    # stdout to a pipe, not /dev/null: GNU grep stops at the first match when its output is /dev/null
+    subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO, env=env)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
 def time_process(path: Path) -> tuple[float, float]:
-    """`lgpatch classify LOG --json > /dev/null` in a fresh interpreter (start-up included)."""
+    """`lgpatch classify LOG --json | ...` in a fresh interpreter (start-up included)."""
     return _child([sys.executable, "-m", "legacy_gpu_patch", "classify", str(path), "--json"])
 
 

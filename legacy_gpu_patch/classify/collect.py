@@ -50,6 +50,9 @@ _NEW_MESSAGE_RE = re.compile(
     re.IGNORECASE,
 )
 
+# nvcc continues a message on indented lines of its own: "argument types are: (double *, double)"
+_NVCC_CONTINUED = re.compile(r"(?:argument types are|object type is):")
+
 # a line with its own severity marker starts a message of its own (it does not continue a wrapped one)
 _MARKER_RE = re.compile(r"\b(?:error|warning|fatal|note)\b[ \t]*:|[a-z](?:Error|Exception|Warning):")
 
@@ -158,7 +161,7 @@ class Collector(Matcher):
 
         Only a line that stops mid-word can continue on the next; the joined text wins only if a rule of higher
         priority reads it (a wrapped identifier completed, a generic error that turns out to be a known one). An
-        indented next line is source code, not a continuation.
+        indented next line is source code, not a continuation, except nvcc's "argument types are:".
         """
         p = self._pending
         if p is None:
@@ -167,7 +170,7 @@ class Collector(Matcher):
         if (
             next_text
             and (p.text[-1:].isalnum() or p.text[-1:] in "_-/.")
-            and next_raw[:1] not in (b" ", b"\t")
+            and (next_raw[:1] not in (b" ", b"\t") or _NVCC_CONTINUED.match(next_text))
             and not _NEW_MESSAGE_RE.match(next_text)
             and not _PY_EXC_RE.match(next_text)
             and not _MARKER_RE.search(next_text)
