@@ -33,10 +33,13 @@ from legacy_gpu_patch.errors import ExitCode
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not show the build output while it runs.")
 @click.option("--dry-run", is_flag=True, help="Print the resolved commands and variables; run nothing.")
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="GREEN_LOG",
+              help="Report only findings this passing build's log does not have.")
 @click.pass_context
 def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str | None, jobs: int | None,
             targets: tuple[str, ...], launcher: str | None, cc: str | None, cxx: str | None, python: str | None,
-            log: Path | None, report_dir: Path | None, fmt: str, as_json: bool, quiet: bool, dry_run: bool) -> None:
+            log: Path | None, report_dir: Path | None, fmt: str, as_json: bool, quiet: bool, dry_run: bool,
+            baseline: Path | None = None) -> None:
     """Build the work tree with the recipe's build commands; classify errors live; write reports.
 
     Exit codes: 0 built, 9 a build command failed, 10 interrupted (Ctrl-C/SIGTERM; the report is still written).
@@ -76,6 +79,12 @@ def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str
         if hasattr(wt, "release_lock"):
             wt.release_lock()
     report = outcome.report
+    if baseline is not None:  # findings of the passing build's log are known: drop them, rewrite the reports
+        from legacy_gpu_patch.classify.baseline import baseline_keys, new_findings
+        from legacy_gpu_patch.report.reports import write_reports
+
+        report.findings = new_findings(report.findings, baseline_keys(baseline))
+        write_reports(report, options.report_dir)
     emit(report, fmt, sys.stdout, con)
     write_step_summary(report)
     con.print(f"[dim]log: {options.log_path}  reports: {options.report_dir}[/]", highlight=False)
