@@ -9,14 +9,16 @@ GNU patch does), and on failure name the patch file, target file, hunk header an
 from __future__ import annotations
 
 import difflib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import unidiff
 
-from legacy_gpu_patch.errors import PatchError
-from legacy_gpu_patch.safepath import check_diff_name, check_relpath, resolve_inside
+from legacy_gpu_patch.errors import PatchError, UnsafePathError
+from legacy_gpu_patch.ledger.treewrite import SYMLINK_MODE, FileChange, write_changes
+from legacy_gpu_patch.safepath import check_diff_name, check_link_target, check_relpath, resolve_inside
+
+__all__ = ["FileChange", "HunkReport", "Origin", "PatchResult", "closest_lines", "compute", "parse", "write_changes"]
 
 DEV_NULL = "/dev/null"
 
@@ -27,14 +29,6 @@ class HunkReport:
     header: str
     offset: int
     fuzz: int
-
-
-@dataclass
-class FileChange:
-    path: str
-    new_bytes: bytes | None  # None: delete
-    mode: int | None = None  # 0o755 / 0o644 when the diff says so
-    rename_from: str | None = None
 
 
 @dataclass
@@ -223,14 +217,38 @@ def _mode_from(info: list[str]) -> int | None:
     for line in info:
         for prefix in ("new file mode ", "new mode "):
             if line.startswith(prefix):
-                return 0o755 if line.strip().endswith("755") else 0o644
+                value = line.strip()[len(prefix):]
+                if value == "120000":
+                    return SYMLINK_MODE
+                return 0o755 if value.endswith("755") else 0o644
     return None
+
+
+def _refuse_through(links: set[str], rel: str, what: str) -> None:
+    """A path below a link that this same diff creates: the checks before writing cannot see where it lands."""
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        if "/".join(parts[:i]) in links:
+            raise UnsafePathError(f"{what}: {rel!r} goes through the symbolic link {'/'.join(parts[:i])!r} that "
+                                  "this same patch creates; refusing to write through it")
+
+
+def _new_link(root: Path, path: str, content: str, is_new: bool, what: str) -> FileChange:
+    """A `new file mode 120000` section: the symlink itself, its target checked to stay a regular tree path."""
+    if not is_new:
+        raise PatchError(f"{what}: turns {path} into a symbolic link; only new links are supported "
+                         "(delete the file in one patch, create the link in another)")
+    if "\n" in content:
+        raise PatchError(f"{what}: the symbolic link {path} has a target of several lines")
+    check_link_target(root, path, content, what)
+    return FileChange(path, content.encode("utf-8", errors="surrogateescape"), SYMLINK_MODE)
 
 
 def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int = 2) -> PatchResult:
     """Work out every file's new content; raise PatchError/UnsafePathError before anything is written."""
     result = PatchResult()
     pending: dict[str, str | None] = {}  # path → content as changed by earlier file sections of this diff
+    links: set[str] = set()  # symlinks that earlier file sections of this diff create
     for pf in parse(text, origin):
         source = _clean_name(pf.source_file or DEV_NULL)
         target = _clean_name(pf.target_file or DEV_NULL)
@@ -246,6 +264,7 @@ def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int
         if path is None:
             raise PatchError(f"{what}: a file section names no file (both sides are /dev/null)")
         for rel in {r for r in (src_rel, dst_rel) if r}:
+            _refuse_through(links, rel, what)
             resolve_inside(root, rel, what)
         is_new = pf.is_added_file or src_rel is None
         is_rename = bool(getattr(pf, "is_rename", False)) or (src_rel and dst_rel and src_rel != dst_rel)
@@ -281,6 +300,10 @@ def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int
         result.hunks.extend(reports)
         pending[path] = content
         mode = _mode_from(pf.patch_info or [])
+        if mode == SYMLINK_MODE:
+            result.changes.append(_new_link(root, path, content, bool(is_new and not is_rename), what))
+            links.add(path)
+            continue
         if is_rename and src_rel:
             pending[src_rel] = None
             result.changes.append(FileChange(src_rel, None))
@@ -289,30 +312,3 @@ def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int
                        src_rel if is_rename else None)
         )
     return result
-
-
-def write_changes(root: Path, changes: list[FileChange]) -> list[str]:
-    """Write computed changes (each file atomically via rename); return the paths touched."""
-    touched = []
-    for change in changes:
-        target = resolve_inside(root, change.path, "write")
-        touched.append(change.path)
-        if change.new_bytes is None:
-            if target.exists():
-                target.unlink()
-            continue
-        write_file(target, change.new_bytes, change.mode)
-    return touched
-
-
-def write_file(target: Path, data: bytes, mode: int | None = None) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.lgpatch-tmp")
-    old_mode = target.stat().st_mode & 0o777 if target.exists() else None
-    with open(tmp, "wb") as f:
-        f.write(data)
-    if mode is not None:
-        os.chmod(tmp, mode)
-    elif old_mode is not None:
-        os.chmod(tmp, old_mode)
-    os.replace(tmp, target)
