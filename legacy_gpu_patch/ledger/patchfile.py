@@ -232,7 +232,8 @@ def _hunk_failure(lines: list[str], old: list[str], near: int, hunk: unidiff.Hun
     first = hunk[0].diff_line_no if len(hunk) else None
     last = hunk[len(hunk) - 1].diff_line_no if len(hunk) else None
     in_patch = f"lines {first}-{last} of {origin.patch_file}" if first is not None else origin.patch_file
-    expected = _capped([(None, ln) for ln in old], f"the whole hunk ({len(old)} old line(s)) is {in_patch}") or "    (nothing)\n"
+    expected = (_capped([(None, ln) for ln in old], f"the whole hunk ({len(old)} old line(s)) is {in_patch}")
+                or "    (nothing)\n")
     shown = _capped([(at + i, ln) for i, ln in enumerate(closest)],
                     f"lines {at}-{at + len(closest) - 1} of {path} in the work tree") or "    (file is empty)\n"
     return PatchError(
