@@ -39,6 +39,7 @@ class ApplyReport:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stashed: bool = False
+    kept_branch: str | None = None
 
 
 def _is_empty_dir(path: Path) -> bool:
@@ -240,12 +241,48 @@ def _apply_in(wt: WorkTree, recipe: Recipe, opts: ApplyOptions, report: ApplyRep
     return report
 
 
-def revert(wt: WorkTree, stash: bool) -> ApplyReport:
+def _user_commits(wt: WorkTree) -> list[str]:
+    """Commits on top of the applied steps that lgpatch did not make, as `abc123def456 subject` lines."""
+    foreign = wt.ledger().foreign
+    return [wt.git.out("log", "-1", "--format=%h %s", "--abbrev=12", sha) for sha in foreign]
+
+
+def revert(wt: WorkTree, stash: bool, keep_branch: str | None = None) -> ApplyReport:
+    """Back to the pristine baseline. Commits of the user's on top are never dropped: refused (exit 7) unless
+    `keep_branch` names a new branch to keep them on."""
     report = ApplyReport(wt.root)
+    mine = _user_commits(wt)
+    if mine and not keep_branch:
+        shown = "\n".join(f"    {c}" for c in mine[:10])
+        if len(mine) > 10:
+            shown += f"\n    … and {len(mine) - 10} more"
+        raise StateError(
+            f"{wt.root} has {len(mine)} commit(s) of yours on top of the lgpatch steps; revert would drop them:\n"
+            f"{shown}",
+            hint="re-run with --keep-commits BRANCH to keep them on a new branch BRANCH, "
+            "or move them yourself (git branch mywork)",
+        )
+    if mine and keep_branch:
+        _check_new_branch(wt, keep_branch)
     _check_clean(wt, stash, report, "revert")
-    with wt.journal("reset", target=wt.baseline):
+    keep = keep_branch if mine else None
+    with wt.journal("reset", target=wt.baseline, **({"keep_branch": keep} if keep else {})):
+        if keep:
+            wt.git.run("branch", keep, "HEAD")
         wt.git.run("reset", "--quiet", "--hard", wt.baseline)
+    if keep:
+        report.notes.append(f"your {len(mine)} commit(s) on top of the steps are kept on branch {keep} "
+                            f"(`git log {keep}`)")
+        report.kept_branch = keep
     return report
+
+
+def _check_new_branch(wt: WorkTree, name: str) -> None:
+    if wt.git.run("check-ref-format", "--branch", name, check=False).returncode != 0:
+        raise StateError(f"--keep-commits {name!r}: not a valid branch name")
+    if wt.git.rev(f"refs/heads/{name}") is not None:
+        raise StateError(f"--keep-commits {name}: the branch already exists; nothing was changed",
+                         hint="choose a new branch name")
 
 
 def export(wt: WorkTree, dest: Path) -> list[str]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from legacy_gpu_patch.errors import StateError
 from legacy_gpu_patch.gitutil import Git
+from legacy_gpu_patch.ledger import recovery
 
 STATE_FORMAT = 1
 TRAILERS = ("Lgpatch-Recipe", "Lgpatch-Patchset", "Lgpatch-Step", "Lgpatch-Digest", "Lgpatch-Params")
@@ -179,56 +180,21 @@ class WorkTree:
     @contextlib.contextmanager
     def journal(self, op: str, **info: Any) -> Iterator[None]:
         """Record an operation before it touches the tree; remove the record only when it completed."""
-        entry = {"op": op, "head": self.git.head(), "pid": os.getpid(), "time": time.time(), **info}
+        entry = {"op": op, "head": self.git.head(), "pid": os.getpid(), "time": time.time(),
+                 "locks": recovery.locks_for(self.root, op, info), **info}
         _atomic_write(self.journal_path, json.dumps(entry), durable=False)
         yield
         self.journal_path.unlink(missing_ok=True)
 
     def repair(self) -> list[str]:
-        """Bring a tree left by a killed process back to a step boundary. Returns what was done (also printed)."""
-        if not self.journal_path.exists():
-            return []
-        try:
-            entry = json.loads(self.journal_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            entry = {"op": "unknown"}
-        done: list[str] = []
-        # We hold the lgpatch lock, so an index.lock left behind is from the killed git child, not a live one.
-        index_lock = self.root / ".git" / "index.lock"
-        if index_lock.exists():
-            index_lock.unlink()
-            done.append("removed a stale .git/index.lock")
-        op = entry.get("op")
-        if op == "step":
-            head = self.git.head()
-            committed = head != entry.get("head") and self._is_step_commit(head, entry.get("step"))
-            target = head if committed else entry.get("head") or head
-            what = f"step {entry.get('step')}" + (" (it had completed)" if committed else "")
-        else:
-            target = entry.get("target") or self.git.head()
-            what = f"{op} to {str(target)[:12]}"
-        if self.git.is_dirty():
-            self._stash(f"lgpatch: partial changes of interrupted {what}")
-            done.append(f"set aside partial changes of the interrupted {what} as the newest git stash entry")
-        if target and self.git.head() != target:
-            self.git.run("reset", "--quiet", "--hard", target)
-        elif target:
-            self.git.run("reset", "--quiet", "--hard", "HEAD")
-        done.append(f"repaired the interrupted {what}: the tree is at {self.describe_head()}")
-        self.journal_path.unlink(missing_ok=True)
-        from legacy_gpu_patch.console import warn
+        """Bring a tree left by a killed process back to a step boundary (see recovery.py)."""
+        return recovery.repair(self)
 
-        warn("; ".join(done))
-        return done
-
-    def _is_step_commit(self, commit: str | None, key: str | None) -> bool:
+    def is_step_commit(self, commit: str | None, key: str | None) -> bool:
         if not commit or not key:
             return False
         trailers = parse_trailers(self.git.out("log", "-1", "--format=%B", commit))
         return trailers.get("Lgpatch-Step") == key
-
-    def _stash(self, message: str) -> None:
-        self.git.run("stash", "push", "--include-untracked", "--quiet", "-m", message)
 
     # ---------------------------------------------------------------------------------------- ledger
 

@@ -83,7 +83,8 @@ def _lgpatch(recipes: Path, env: dict[str, str], *args: str | Path) -> subproces
 
 def _at_step_boundary(wt: Path) -> None:
     assert not (wt / ".git/lgpatch/journal.json").exists(), "journal left behind"
-    assert not (wt / ".git/index.lock").exists()
+    for lock in (".git/index.lock", ".git/HEAD.lock", ".git/refs/heads/lgpatch.lock", ".git/ORIG_HEAD.lock"):
+        assert not (wt / lock).exists(), f"{lock} left behind"
     assert git(wt, "status", "--porcelain", "--untracked-files=all") == "", "half-written files in the tree"
     body = git(wt, "log", "-1", "--format=%B")
     baseline = git(wt, "rev-list", "--max-parents=0", "HEAD")
@@ -118,6 +119,7 @@ def test_kill_at_random_moment_then_recover(setup, trial: int, tmp_path: Path) -
             REPAIRS.append(status.stderr)
         _at_step_boundary(wt)
         stashes = git(wt, "stash", "list")
+        assert "lgpatch: partial" not in stashes  # partial changes go under refs/lgpatch/rescued, not the stash
         if user_stash:
             assert "user: my notes" in stashes
             assert user_stash in git(wt, "rev-list", "--walk-reflogs", "stash")
