@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,8 @@ from typing import Any
 from legacy_gpu_patch import console
 from legacy_gpu_patch.config.recipe import Recipe
 from legacy_gpu_patch.errors import DirtyTreeError, LgpatchError, StateError
-from legacy_gpu_patch.ledger import steps
+from legacy_gpu_patch.gitutil import Git
+from legacy_gpu_patch.ledger import locks, steps
 from legacy_gpu_patch.ledger.plan import PlannedStep, make_plan
 from legacy_gpu_patch.ledger.worktree import State, WorkTree, format_params
 from legacy_gpu_patch.source import sources
@@ -50,24 +53,49 @@ def _clean_stale_tmp(workdir: Path) -> None:
     """Remove half-created trees of killed runs (their pid is gone)."""
     for candidate in workdir.parent.glob(f".{workdir.name}.lgpatch-new-*"):
         pid = candidate.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        if pid.isdigit() and not locks.pid_alive(int(pid)):
             shutil.rmtree(candidate, ignore_errors=True)
 
 
-def _pid_alive(pid: int) -> bool:
+@contextlib.contextmanager
+def _creating(workdir: Path) -> Iterator[bool]:
+    """Claim the right to create `workdir`: an flock on the (empty) folder itself. Yields True while we hold it and
+    the folder is still empty; False when someone else made the tree first (open it as an existing one).
+
+    Two applies racing for a new workdir: the loser finds the folder locked and gets the lock error (exit 7), or
+    arrives after the winner renamed its tree into place and finds that tree's own lock held, or finds it done.
+    The winner keeps the claim until it holds the new tree's lock, so there is no gap between the two.
+    """
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    made = False
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        workdir.mkdir()
+        made = True
+    except FileExistsError:
+        pass
+    fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if not locks.try_flock(fd):
+            raise StateError(
+                f"another lgpatch process ({locks.describe_holders(fd)}) is creating {workdir}",
+                hint="wait for it to finish, then run lgpatch again (it will find the tree made)",
+            )
+        ours = os.fstat(fd).st_ino == workdir.stat().st_ino and _is_empty_dir(workdir)
+        try:
+            yield ours
+        except BaseException:
+            if made and _is_empty_dir(workdir):
+                with contextlib.suppress(OSError):
+                    workdir.rmdir()  # leave no empty folder where none was
+            raise
+    finally:
+        os.close(fd)
 
 
 def create_tree(recipe: Recipe, opts: ApplyOptions) -> tuple[WorkTree, sources.Prepared]:
-    """Make the pristine tree in a temporary sibling folder, then rename it into place (atomic for a killed run)."""
+    """Make the pristine tree in a temporary sibling folder, then rename it onto the empty, claimed workdir (atomic
+    for a killed run). The caller holds the claim (_creating)."""
     workdir = opts.workdir
-    workdir.parent.mkdir(parents=True, exist_ok=True)
     _clean_stale_tmp(workdir)
     tmp = workdir.parent / f".{workdir.name}.lgpatch-new-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -86,13 +114,21 @@ def create_tree(recipe: Recipe, opts: ApplyOptions) -> tuple[WorkTree, sources.P
             notes=list(prepared.notes),
         )
         WorkTree.create(tmp, state, recipe.ignore)
-        if workdir.exists():
-            workdir.rmdir()  # only an empty folder gets here
-        os.replace(tmp, workdir)
+        # Take the new tree's own lock before it appears under its name: nobody can open it unlocked.
+        wt = WorkTree(tmp, state)
+        wt.acquire_lock()
+        try:
+            os.replace(tmp, workdir)  # onto the empty folder we hold: atomic
+        except OSError as exc:
+            wt.release_lock()
+            raise StateError(f"{workdir} is no longer empty ({exc.strerror}); the new tree was not put there",
+                             hint="something else wrote into the folder while lgpatch was creating the tree") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    wt = WorkTree.open(workdir)
+    wt.root = workdir.resolve()
+    wt.git = Git(wt.root)
+    wt.repair()
     return wt, prepared
 
 
@@ -151,17 +187,29 @@ def apply_step(wt: WorkTree, recipe: Recipe, planned: PlannedStep, ctx: steps.St
 
 def apply(recipe: Recipe, opts: ApplyOptions) -> ApplyReport:
     report = ApplyReport(opts.workdir)
+    wt: WorkTree | None = None
     if not opts.workdir.exists() or _is_empty_dir(opts.workdir):
-        wt, prepared = create_tree(recipe, opts)
-        report.created = True
-        report.notes += list(prepared.notes)
-    else:
-        if not (opts.workdir / ".git" / "lgpatch" / "state.json").is_file():
-            raise StateError(
-                f"{opts.workdir} exists and is not an lgpatch work tree",
-                hint="choose a new or empty folder with --workdir",
-            )
-        wt = WorkTree.open(opts.workdir)
+        with _creating(opts.workdir) as ours:
+            if ours:
+                wt, prepared = create_tree(recipe, opts)
+                report.created = True
+                report.notes += list(prepared.notes)
+    if wt is None:
+        wt = _open_existing(recipe, opts)
+    try:
+        return _apply_in(wt, recipe, opts, report)
+    finally:
+        wt.release_lock()
+
+
+def _open_existing(recipe: Recipe, opts: ApplyOptions) -> WorkTree:
+    if not (opts.workdir / ".git" / "lgpatch" / "state.json").is_file():
+        raise StateError(
+            f"{opts.workdir} exists and is not an lgpatch work tree",
+            hint="choose a new or empty folder with --workdir",
+        )
+    wt = WorkTree.open(opts.workdir)
+    try:
         if wt.state.recipe != recipe.name:
             raise StateError(
                 f"{wt.root} was made for recipe {wt.state.recipe}, not {recipe.name}",
@@ -173,10 +221,10 @@ def apply(recipe: Recipe, opts: ApplyOptions) -> ApplyReport:
                 f"{wt.root} was made from {wt.state.source}; the recipe now pins {expected}",
                 hint="the pristine baseline cannot change in place: use a new --workdir",
             )
-    try:
-        return _apply_in(wt, recipe, opts, report)
-    finally:
+    except BaseException:
         wt.release_lock()
+        raise
+    return wt
 
 
 def _source_description(recipe: Recipe) -> str:

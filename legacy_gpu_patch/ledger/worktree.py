@@ -23,7 +23,7 @@ from typing import Any
 
 from legacy_gpu_patch.errors import StateError
 from legacy_gpu_patch.gitutil import Git
-from legacy_gpu_patch.ledger import recovery
+from legacy_gpu_patch.ledger import locks, recovery
 
 STATE_FORMAT = 1
 TRAILERS = ("Lgpatch-Recipe", "Lgpatch-Patchset", "Lgpatch-Step", "Lgpatch-Digest", "Lgpatch-Params")
@@ -145,22 +145,18 @@ class WorkTree:
     # ---------------------------------------------------------------------------------------- locking
 
     def acquire_lock(self, shared: bool = False) -> None:
-        import fcntl
-
         fd = self._lock_fd
         if fd is None:
             fd = os.open(self.meta_dir(self.root) / "lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+        if not locks.try_flock(fd, shared):
+            holder = locks.describe_holders(fd)
             if self._lock_fd is None:
                 os.close(fd)
             raise StateError(
                 f"another lgpatch process ({holder}) is {'changing' if shared else 'using'} {self.root}",
                 hint="wait for it to finish (apply/revert need the tree to themselves); "
                 "a killed process releases the lock by itself",
-            ) from None
+            )
         if not shared:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
