@@ -67,6 +67,12 @@ def pin_ref(commit: str) -> str:
     return f"refs/tags/lgpatch/pin-{commit}"
 
 
+def has_commit(url: str, commit: str) -> bool:
+    """Whether the cache's mirror of `url` exists and already holds `commit` (a warm mirror: no fetch needed)."""
+    mirror = cache.mirror_path(url)
+    return mirror.exists() and Git(mirror).rev(commit) is not None
+
+
 def mirror_holding(url: str, commit: str, offline: bool, what: str, first: list[str] | None = None) -> Path:
     """The cache mirror of `url`, holding `commit`: cloned when missing, then fetched (the `first` refspecs, then the
     commit itself) when the commit is not there yet. Offline, a missing commit is an error that says how to seed."""
