@@ -334,7 +334,7 @@ def main() -> None:
         if args.recipe == "fixture":
             bench = Bench(base, "fault", make_fixture(base, args.files), ["--cuda", "10.2"])
         else:
-            bench = Bench(base, "chainer-1.24", None, ["--numpy", "1.20"])
+            bench = Bench(base, "chainer-1.24", None, ["--param", "numpy=1.20"])
             seed_chainer_sdist(bench)
         trials = prepare(bench, base)
         trials.rng = random.Random(args.seed)
