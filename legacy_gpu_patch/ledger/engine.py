@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,10 +9,10 @@ from typing import Any
 from legacy_gpu_patch import console
 from legacy_gpu_patch.config.recipe import Recipe
 from legacy_gpu_patch.errors import DirtyTreeError, LgpatchError, StateError
-from legacy_gpu_patch.gitutil import Git
-from legacy_gpu_patch.ledger import locks, steps
+from legacy_gpu_patch.ledger import steps
+from legacy_gpu_patch.ledger.create import create_tree, creating, is_empty_dir
 from legacy_gpu_patch.ledger.plan import PlannedStep, make_plan
-from legacy_gpu_patch.ledger.worktree import State, WorkTree, format_params
+from legacy_gpu_patch.ledger.worktree import WorkTree, format_params
 from legacy_gpu_patch.source import sources
 
 
@@ -43,93 +39,6 @@ class ApplyReport:
     notes: list[str] = field(default_factory=list)
     stashed: bool = False
     kept_branch: str | None = None
-
-
-def _is_empty_dir(path: Path) -> bool:
-    return path.is_dir() and not any(path.iterdir())
-
-
-def _clean_stale_tmp(workdir: Path) -> None:
-    """Remove half-created trees of killed runs (their pid is gone)."""
-    for candidate in workdir.parent.glob(f".{workdir.name}.lgpatch-new-*"):
-        pid = candidate.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not locks.pid_alive(int(pid)):
-            shutil.rmtree(candidate, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _creating(workdir: Path) -> Iterator[bool]:
-    """Claim the right to create `workdir`: an flock on the (empty) folder itself. Yields True while we hold it and
-    the folder is still empty; False when someone else made the tree first (open it as an existing one).
-
-    Two applies racing for a new workdir: the loser finds the folder locked and gets the lock error (exit 7), or
-    arrives after the winner renamed its tree into place and finds that tree's own lock held, or finds it done.
-    The winner keeps the claim until it holds the new tree's lock, so there is no gap between the two.
-    """
-    workdir.parent.mkdir(parents=True, exist_ok=True)
-    made = False
-    try:
-        workdir.mkdir()
-        made = True
-    except FileExistsError:
-        pass
-    fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        if not locks.try_flock(fd):
-            raise StateError(
-                f"another lgpatch process ({locks.describe_holders(fd)}) is creating {workdir}",
-                hint="wait for it to finish, then run lgpatch again (it will find the tree made)",
-            )
-        ours = os.fstat(fd).st_ino == workdir.stat().st_ino and _is_empty_dir(workdir)
-        try:
-            yield ours
-        except BaseException:
-            if made and _is_empty_dir(workdir):
-                with contextlib.suppress(OSError):
-                    workdir.rmdir()  # leave no empty folder where none was
-            raise
-    finally:
-        os.close(fd)
-
-
-def create_tree(recipe: Recipe, opts: ApplyOptions) -> tuple[WorkTree, sources.Prepared]:
-    """Make the pristine tree in a temporary sibling folder, then rename it onto the empty, claimed workdir (atomic
-    for a killed run). The caller holds the claim (_creating)."""
-    workdir = opts.workdir
-    _clean_stale_tmp(workdir)
-    tmp = workdir.parent / f".{workdir.name}.lgpatch-new-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        if recipe.source_kind == "git":
-            prepared = sources.prepare_git(recipe, tmp, opts.source, opts.offline, opts.submodules)
-        else:
-            prepared = sources.prepare_sdist(recipe, tmp, opts.offline)
-        state = State(
-            recipe=recipe.name,
-            recipe_file=str(recipe.path.resolve()),
-            params=opts.params,
-            source=prepared.description,
-            baseline=prepared.baseline,
-            source_dir=str(prepared.source_dir) if prepared.source_dir else None,
-            notes=list(prepared.notes),
-        )
-        WorkTree.create(tmp, state, recipe.ignore)
-        # Take the new tree's own lock before it appears under its name: nobody can open it unlocked.
-        wt = WorkTree(tmp, state)
-        wt.acquire_lock()
-        try:
-            os.replace(tmp, workdir)  # onto the empty folder we hold: atomic
-        except OSError as exc:
-            wt.release_lock()
-            raise StateError(f"{workdir} is no longer empty ({exc.strerror}); the new tree was not put there",
-                             hint="something else wrote into the folder while lgpatch was creating the tree") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    wt.root = workdir.resolve()
-    wt.git = Git(wt.root)
-    wt.repair()
-    return wt, prepared
 
 
 def _check_clean(wt: WorkTree, stash: bool, report: ApplyReport, action: str) -> None:
@@ -188,8 +97,8 @@ def apply_step(wt: WorkTree, recipe: Recipe, planned: PlannedStep, ctx: steps.St
 def apply(recipe: Recipe, opts: ApplyOptions) -> ApplyReport:
     report = ApplyReport(opts.workdir)
     wt: WorkTree | None = None
-    if not opts.workdir.exists() or _is_empty_dir(opts.workdir):
-        with _creating(opts.workdir) as ours:
+    if not opts.workdir.exists() or is_empty_dir(opts.workdir):
+        with creating(opts.workdir) as ours:
             if ours:
                 wt, prepared = create_tree(recipe, opts)
                 report.created = True

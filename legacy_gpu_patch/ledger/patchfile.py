@@ -8,13 +8,13 @@ GNU patch does), and on failure name the patch file, target file, hunk header an
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import unidiff
 
 from legacy_gpu_patch.errors import PatchError, UnsafePathError
+from legacy_gpu_patch.ledger.hunkerror import Origin, closest_lines, header, hunk_failure
 from legacy_gpu_patch.ledger.treewrite import SYMLINK_MODE, FileChange, write_changes
 from legacy_gpu_patch.safepath import check_diff_name, check_link_target, check_relpath, resolve_inside
 
@@ -103,11 +103,6 @@ def _hunk_lines(hunk: unidiff.Hunk) -> tuple[list[str], list[str], int, int]:
     return old, new, lead, trail
 
 
-def _header(hunk: unidiff.Hunk) -> str:
-    text = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
-    return f"{text} {hunk.section_header}".rstrip()
-
-
 def _find(lines: list[str], needle: list[str], start: int, lowest: int) -> int | None:
     """Nearest index ≥ lowest where `needle` matches, searching outward from `start`."""
     n, m = len(lines), len(needle)
@@ -118,41 +113,6 @@ def _find(lines: list[str], needle: list[str], start: int, lowest: int) -> int |
     if not candidates:
         return None
     return min(candidates, key=lambda i: (abs(i - start), i))
-
-
-_PROBE_LINES = 40
-
-
-def closest_lines(lines: list[str], needle: list[str], near: int) -> tuple[int, list[str]]:
-    """Where the file looks most like the hunk's old text (1-based line, lines), to show the user."""
-    m = max(1, len(needle))
-    if not lines:
-        return 1, []
-    best, best_score = 0, -1.0
-    # Score on the hunk's first lines only: comparing every window with the whole of a 200k-line hunk is quadratic.
-    probe = needle[:_PROBE_LINES]
-    stripped = [ln.strip() for ln in probe]
-    for i in range(0, max(1, len(lines) - m + 1)):
-        window = [ln.strip() for ln in lines[i : i + len(probe)]]
-        score = sum(1 for a, b in zip(window, stripped) if a == b) - abs(i - near) * 1e-6
-        if score > best_score:
-            best, best_score = i, score
-    if best_score < 1:  # nothing equal: fall back to fuzzy similarity around the expected place
-        lo = max(0, near - 50)
-        best = max(
-            range(lo, max(lo + 1, min(len(lines) - m + 1, near + 50))),
-            key=lambda i: difflib.SequenceMatcher(None, "".join(lines[i : i + len(probe)]), "".join(probe)).ratio(),
-        )
-    return best + 1, lines[best : best + m]
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Names for error messages: which patchset / step / patch file this diff came from."""
-
-    patchset: str
-    step: str
-    patch_file: str
 
 
 def parse(text: str, origin: Origin) -> unidiff.PatchSet:
@@ -198,52 +158,14 @@ def _apply_hunks(
                 new = old_window[:cut_lead] + new[cut_lead : len(new) - cut_trail] + old_window[len(old) - cut_trail:]
                 old = old_window
         if pos is None:
-            raise _hunk_failure(lines, old, base + last_offset, hunk, number, path, origin)
+            raise hunk_failure(lines, old, base + last_offset, hunk, number, path, origin)
         offset = pos - base
-        reports.append(HunkReport(path, _header(hunk), offset, fuzz))
+        reports.append(HunkReport(path, header(hunk), offset, fuzz))
         lines[pos : pos + len(old)] = new
         size_delta += len(new) - len(old)
         last_offset = offset
         lowest = pos + len(new)
     return "".join(lines), reports
-
-
-SHOWN_LINES = 8  # of a failing hunk's old side and of the closest lines: this many from each end
-
-
-def _capped(numbered: list[tuple[int | None, str]], where: str) -> str:
-    """Lines as `    number: text`, the middle of a long list left out with a note that says where it is."""
-    def fmt(items: list[tuple[int | None, str]]) -> str:
-        return "".join(f"    {num:>6}: {text.rstrip()}\n" if num is not None else f"    {'':>6}  {text.rstrip()}\n"
-                       for num, text in items)
-
-    if len(numbered) <= 2 * SHOWN_LINES + 1:
-        return fmt(numbered)
-    omitted = len(numbered) - 2 * SHOWN_LINES
-    return (fmt(numbered[:SHOWN_LINES]) + f"    {'':>6}  … {omitted} more line(s) not shown: {where}\n"
-            + fmt(numbered[-SHOWN_LINES:]))
-
-
-def _hunk_failure(lines: list[str], old: list[str], near: int, hunk: unidiff.Hunk, number: int, path: str,
-                  origin: Origin) -> PatchError:
-    """The error for a hunk that matches nowhere: header, the ends of its old side, the closest lines of the file;
-    never the whole of a long hunk (a 200k-line hunk would otherwise print 400k lines)."""
-    at, closest = closest_lines(lines, old, near)
-    first = hunk[0].diff_line_no if len(hunk) else None
-    last = hunk[len(hunk) - 1].diff_line_no if len(hunk) else None
-    in_patch = f"lines {first}-{last} of {origin.patch_file}" if first is not None else origin.patch_file
-    expected = (_capped([(None, ln) for ln in old], f"the whole hunk ({len(old)} old line(s)) is {in_patch}")
-                or "    (nothing)\n")
-    shown = _capped([(at + i, ln) for i, ln in enumerate(closest)],
-                    f"lines {at}-{at + len(closest) - 1} of {path} in the work tree") or "    (file is empty)\n"
-    return PatchError(
-        f"{origin.patchset}/{origin.step}: hunk #{number} of {origin.patch_file} does not apply to {path}\n"
-        f"  hunk: {_header(hunk)}\n  expected (old side of the hunk):\n"
-        f"{expected}  closest lines found in {path}:\n{shown}"
-        "  the tree was left as it was before this step",
-        hint="the source differs from what the patch was written for: check the recipe's pin, "
-        "or refresh the patch against this tree",
-    )
 
 
 def _mode_from(info: list[str]) -> int | None:
@@ -318,7 +240,7 @@ def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int
             if not full.is_file():
                 raise PatchError(
                     f"{what}: changes {read_from}, which does not exist in the tree"
-                    f"{' (hunk ' + _header(pf[0]) + ')' if len(pf) else ''}"
+                    f"{' (hunk ' + header(pf[0]) + ')' if len(pf) else ''}"
                 )
             original = full.read_bytes().decode("utf-8", errors="surrogateescape")
         if pf.is_removed_file or dst_rel is None:
