@@ -86,6 +86,7 @@ class WorkTree:
         self.state = state
         self.git = Git(root)
         self._lock_fd: int | None = None
+        self._exclusive = False
 
     # ---------------------------------------------------------------------------------------- opening
 
@@ -161,11 +162,13 @@ class WorkTree:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
         self._lock_fd = fd
+        self._exclusive = not shared
 
     def release_lock(self) -> None:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+            self._exclusive = False
 
     # ---------------------------------------------------------------------------------------- journal
 
@@ -183,7 +186,12 @@ class WorkTree:
         self.journal_path.unlink(missing_ok=True)
 
     def repair(self) -> list[str]:
-        """Bring a tree left by a killed process back to a step boundary (see recovery.py)."""
+        """Bring a tree left by a killed process back to a step boundary (see recovery.py). Only under the exclusive
+        lock: the git lock files it removes must not belong to a live lgpatch."""
+        if not self.journal_path.exists():
+            return []
+        if not self._exclusive:
+            self.acquire_lock()  # converts a shared lock in place, or refuses while another lgpatch holds it
         return recovery.repair(self)
 
     def is_step_commit(self, commit: str | None, key: str | None) -> bool:
