@@ -55,9 +55,10 @@ def creating(workdir: Path) -> Iterator[bool]:
         pass
     fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        if not locks.try_flock(fd):
+        holder = locks.take_or_name_holder(fd)
+        if holder is not None:
             raise StateError(
-                f"another lgpatch process ({locks.describe_holders(fd)}) is creating {workdir}",
+                f"another lgpatch process ({holder}) is creating {workdir}",
                 hint="wait for it to finish, then run lgpatch again (it will find the tree made)",
             )
         ours = os.fstat(fd).st_ino == workdir.stat().st_ino and is_empty_dir(workdir)

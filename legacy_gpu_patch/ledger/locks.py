@@ -61,3 +61,14 @@ def try_flock(fd: int, shared: bool = False) -> bool:
     except OSError:
         return False
     return True
+
+
+def take_or_name_holder(fd: int, shared: bool = False, attempts: int = 20) -> str | None:
+    """Take the lock (None), or say who holds it ('pid N'). A holder that let go between our failed try and the
+    look at /proc/locks is gone: try again rather than name nobody."""
+    for _ in range(attempts):
+        if try_flock(fd, shared):
+            return None
+        if [p for p in holders(fd) if p != os.getpid()] or not Path("/proc/locks").exists():
+            break
+    return describe_holders(fd)

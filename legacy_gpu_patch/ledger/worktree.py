@@ -149,8 +149,8 @@ class WorkTree:
         fd = self._lock_fd
         if fd is None:
             fd = os.open(self.meta_dir(self.root) / "lock", os.O_RDWR | os.O_CREAT, 0o644)
-        if not locks.try_flock(fd, shared):
-            holder = locks.describe_holders(fd)
+        holder = locks.take_or_name_holder(fd, shared)
+        if holder is not None:
             if self._lock_fd is None:
                 os.close(fd)
             raise StateError(
