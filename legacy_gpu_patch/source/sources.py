@@ -24,7 +24,7 @@ from legacy_gpu_patch import progress
 from legacy_gpu_patch.config.recipe import Recipe
 from legacy_gpu_patch.errors import SourceError, UnsafePathError
 from legacy_gpu_patch.gitutil import Git
-from legacy_gpu_patch.safepath import check_relpath
+from legacy_gpu_patch.safepath import check_relpath, resolve_inside
 from legacy_gpu_patch.source import cache, mirrors
 from legacy_gpu_patch.source import submodules as sub_mirrors
 
@@ -182,8 +182,7 @@ def _unpack(archive_path: Path, dest: Path) -> None:
             names = [n for n in zf.namelist() if not n.endswith("/")]
             top = _common_top(names)
             for name in names:
-                rel = check_relpath(name[len(top):], f"sdist member {name!r}")
-                out = dest / rel
+                out = resolve_inside(dest, name[len(top):], f"sdist member {name!r}")
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_bytes(zf.read(name))
         return
@@ -193,8 +192,9 @@ def _unpack(archive_path: Path, dest: Path) -> None:
         for name, member in members:
             if member.isdir():
                 continue
-            rel = check_relpath(name[len(top):], f"sdist member {name!r}")
-            out = dest / rel
+            # Through every link unpacked so far: a member `gitlink -> .git` must not carry `gitlink/hooks/…` into
+            # the .git that `git init` makes next.
+            out = resolve_inside(dest, name[len(top):], f"sdist member {name!r}")
             out.parent.mkdir(parents=True, exist_ok=True)
             if member.issym():
                 os.symlink(member.linkname, out)
