@@ -321,7 +321,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--recipe", choices=["fixture", "chainer"], default="fixture")
     ap.add_argument("--trials", type=int, default=200)
-    ap.add_argument("--files", type=int, default=900, help="files in the fixture tree (default 900)")
+    ap.add_argument("--files", type=int, default=300, help="files in the fixture tree (default 300)")
     ap.add_argument("--lock-share", type=float, default=0.5, help="share of trials killed in a git lock window")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (and failing trees)")
