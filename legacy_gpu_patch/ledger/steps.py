@@ -18,7 +18,7 @@ from legacy_gpu_patch.config import conditions, globs
 from legacy_gpu_patch.config.recipe import Recipe, Step
 from legacy_gpu_patch.errors import ConfigError, PatchError, SourceError, UnsafePathError
 from legacy_gpu_patch.gitutil import Git
-from legacy_gpu_patch.ledger import patchfile
+from legacy_gpu_patch.ledger import patchfile, treewrite
 from legacy_gpu_patch.safepath import resolve_inside
 from legacy_gpu_patch.source import cache
 
@@ -66,7 +66,7 @@ def _apply_diff(ctx: StepContext, step: Step, text: str, patch_name: str, strip:
                 hint="refresh the patch against this tree, or run without --strict to accept offset/fuzz",
             )
         outcome.warnings.append(f"{step.key}: {detail}")
-    outcome.touched = patchfile.write_changes(ctx.root, result.changes)
+    outcome.touched = treewrite.write_changes(ctx.root, result.changes)
     outcome.messages.append(
         f"{len(result.changes)} file(s), {len(result.hunks)} hunk(s)"
         + (f", {len(result.inexact)} inexact" if result.inexact else ", all exact")
@@ -162,9 +162,7 @@ def run_regex(ctx: StepContext, step: Step) -> StepOutcome:
             outcome.warnings.append(f"{step.key}: pattern {pattern!r} matched nothing")
     for rel in changed:
         resolve_inside(ctx.root, rel, step.key)
-    for rel, data in changed.items():
-        patchfile.write_file(ctx.root / rel, data)
-    outcome.touched = list(changed)
+    outcome.touched = [treewrite.write_file(ctx.root, rel, data, what=step.key) for rel, data in changed.items()]
     outcome.messages.append(summary)
     return outcome
 
@@ -220,8 +218,8 @@ def run_insert(ctx: StepContext, step: Step) -> StepOutcome:
         lines[at:at] = [text]
         new = "".join(lines)
         placed = f"{kind} line {hits[0] + 1}" + (f" (first of {len(hits)} matches)" if len(hits) > 1 else "")
-    patchfile.write_file(target, new.encode("utf-8", errors="surrogateescape"))
-    outcome.touched = [rel]
+    outcome.touched = [treewrite.write_file(ctx.root, rel, new.encode("utf-8", errors="surrogateescape"),
+                                            what=step.key)]
     outcome.messages.append(f"{rel}: inserted {len(text.splitlines())} line(s) {placed}")
     return outcome
 
@@ -247,9 +245,7 @@ def run_backport(ctx: StepContext, step: Step) -> StepOutcome:
         if proc.returncode != 0:
             raise SourceError(f"{step.key}: {rel} does not exist at {body['ref']} ({body['commit'][:12]})")
         blobs[rel] = proc.stdout
-    for rel, data in blobs.items():
-        patchfile.write_file(ctx.root / rel, data)
-    outcome.touched = list(blobs)
+    outcome.touched = [treewrite.write_file(ctx.root, rel, data, what=step.key) for rel, data in blobs.items()]
     outcome.messages.append(f"{len(blobs)} file(s) from {body['ref']} ({body['commit'][:12]})")
     return outcome
 

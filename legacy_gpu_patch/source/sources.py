@@ -24,7 +24,7 @@ from legacy_gpu_patch import progress
 from legacy_gpu_patch.config.recipe import Recipe
 from legacy_gpu_patch.errors import SourceError, UnsafePathError
 from legacy_gpu_patch.gitutil import Git
-from legacy_gpu_patch.safepath import check_relpath
+from legacy_gpu_patch.safepath import check_relpath, resolve_inside
 from legacy_gpu_patch.source import cache, mirrors
 from legacy_gpu_patch.source import submodules as sub_mirrors
 
@@ -57,14 +57,50 @@ def verify_pin(store: Git, ref: str, commit: str, what: str) -> str | None:
     return None
 
 
-def object_store_with(url: str, ref: str, commit: str, local: Path | None, offline: bool) -> Path:
+def remote_ref(url: str, ref: str, cwd: Path) -> tuple[str | None, str | None]:
+    """(commit the remote's tag or branch `ref` points at, None) — or (None, why it could not be asked)."""
+    wanted = [f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}"]
+    proc = Git(cwd).run("ls-remote", "--", url, *wanted, check=False)
+    if proc.returncode != 0:
+        said = proc.stderr.decode(errors="replace").strip().splitlines()
+        return None, said[-1] if said else f"git ls-remote exit {proc.returncode}"
+    found = {name: sha for sha, _, name in (line.partition("\t") for line in proc.stdout.decode().splitlines())}
+    for name in wanted[1], wanted[0], wanted[2]:  # an annotated tag's commit is the peeled ^{} entry
+        if name in found:
+            return found[name], None
+    return None, None
+
+
+def recheck_warm_ref(url: str, ref: str, commit: str, mirror: Path, offline: bool) -> str | None:
+    """A warm mirror answers from its own old copy of the tag: ask upstream again, so that a tag moved since the
+    mirror was made is refused as it is on a cold clone. Returns a note when it could not be re-checked."""
+    if offline:
+        return (f"{url} {ref}: offline, so the tag was not re-checked upstream "
+                "(the cached mirror's copy matches the pin)")
+    upstream, problem = remote_ref(url, ref, mirror)
+    if problem:
+        return f"{url} {ref}: the tag could not be re-checked upstream ({problem}); the cached mirror's copy matches"
+    if upstream is not None and upstream != commit:
+        raise SourceError(
+            f"{url}: {ref} now resolves to {upstream} upstream, but the recipe pins {commit}; refusing to use it",
+            hint="a moved tag is an attack or a mistake: check upstream, then update the recipe's pin deliberately",
+        )
+    return None
+
+
+def object_store_with(url: str, ref: str, commit: str, local: Path | None, offline: bool,
+                      notes: list[str] | None = None) -> Path:
     """A local git object store that holds `commit` (the pin of `ref` of `url`), fetching into the mirror if needed."""
     if local is not None and Git(local).rev(commit):
         verify_pin(Git(local), ref, commit, str(local))
         return local
+    warm = mirrors.has_commit(url, commit)
     # the tag first: a mirror should know the ref the recipe names, so verify_pin can check it against the pin
     mirror = mirrors.mirror_holding(url, commit, offline, f"{url} {ref}", [f"+refs/tags/{ref}:refs/tags/{ref}"])
     verify_pin(Git(mirror), ref, commit, url)
+    note = recheck_warm_ref(url, ref, commit, mirror, offline) if warm else None
+    if note and notes is not None:
+        notes.append(note)
     return mirror
 
 
@@ -80,7 +116,7 @@ def prepare_git(recipe: Recipe, dest: Path, source_override: Path | None, offlin
         if note:
             notes.append(note)
     else:
-        store = object_store_with(src["url"], src["ref"], src["commit"], None, offline)
+        store = object_store_with(src["url"], src["ref"], src["commit"], None, offline, notes)
     with progress.bar("creating work tree", unit="items"):
         Git(dest.parent).run("clone", "--quiet", "--local", "--no-checkout", str(store), str(dest))
         tree = Git(dest)
@@ -146,8 +182,7 @@ def _unpack(archive_path: Path, dest: Path) -> None:
             names = [n for n in zf.namelist() if not n.endswith("/")]
             top = _common_top(names)
             for name in names:
-                rel = check_relpath(name[len(top):], f"sdist member {name!r}")
-                out = dest / rel
+                out = resolve_inside(dest, name[len(top):], f"sdist member {name!r}")
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_bytes(zf.read(name))
         return
@@ -157,8 +192,9 @@ def _unpack(archive_path: Path, dest: Path) -> None:
         for name, member in members:
             if member.isdir():
                 continue
-            rel = check_relpath(name[len(top):], f"sdist member {name!r}")
-            out = dest / rel
+            # Through every link unpacked so far: a member `gitlink -> .git` must not carry `gitlink/hooks/…` into
+            # the .git that `git init` makes next.
+            out = resolve_inside(dest, name[len(top):], f"sdist member {name!r}")
             out.parent.mkdir(parents=True, exist_ok=True)
             if member.issym():
                 os.symlink(member.linkname, out)
