@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from legacy_gpu_patch.errors import StateError, ToolError
@@ -31,7 +31,7 @@ _CONFIG = ["-c", "core.autocrlf=false", "-c", "core.hooksPath=/dev/null", "-c", 
            "-c", "core.quotepath=false", "-c", "advice.detachedHead=false", "-c", "gc.auto=0"]
 
 
-def _pdeathsig() -> object:
+def _pdeathsig() -> Callable[[], None] | None:
     """On Linux, a child that gets SIGKILL when lgpatch dies: a killed apply must not leave a git process behind
     that keeps writing into the tree (or a half-made clone) after the next command has repaired it."""
     if not sys.platform.startswith("linux"):

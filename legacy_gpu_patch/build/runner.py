@@ -262,7 +262,7 @@ class Runner:
     # sends SIGKILL when the group has not exited after the grace period; a second signal sends it at once.
 
     def _install_handlers(self, proc: subprocess.Popen[bytes]) -> Any:
-        self._killer: threading.Timer | None = None
+        self._killer = None
         if threading.current_thread() is not threading.main_thread():
             return None
 

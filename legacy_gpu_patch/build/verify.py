@@ -90,16 +90,16 @@ def pristine_checkout(root: Path, commit: str, scratch: Path) -> Iterator[Path]:
     target = scratch / "pristine"
     # Like every git child of lgpatch (gitutil.Git): killed with lgpatch, never left writing a half-made checkout.
     proc = subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", "--force", str(target), commit],
-                          capture_output=True, text=True, preexec_fn=die_with_parent)  # type: ignore[arg-type]
+                          capture_output=True, text=True, preexec_fn=die_with_parent)
     if proc.returncode != 0:
         raise StateError(f"cannot check out the baseline {commit[:12]}: {proc.stderr.strip()}")
     try:
         yield target
     finally:
         subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(target)],
-                       capture_output=True, text=True, preexec_fn=die_with_parent)  # type: ignore[arg-type]
+                       capture_output=True, text=True, preexec_fn=die_with_parent)
         subprocess.run(["git", "-C", str(root), "worktree", "prune"], capture_output=True, text=True,
-                       preexec_fn=die_with_parent)  # type: ignore[arg-type]
+                       preexec_fn=die_with_parent)
 
 
 # ----------------------------------------------------------------------------------------- the run
@@ -138,7 +138,8 @@ def _plan(selected: Sequence[Probe], params: dict[str, Any], kinds: dict[str, st
             continue
         if probe.lang != "cuda":
             # A host-only probe runs once if it applies to any requested architecture.
-            verdicts = [_applicable(probe, params, kinds, a) for a in (archs or [None])]
+            host_archs: list[str | None] = [*archs] or [None]
+            verdicts = [_applicable(probe, params, kinds, a) for a in host_archs]
             if not any(v.selected for v in verdicts):
                 report.results.append(ProbeResult(probe.name, probe.file, None, "not-applicable",
                                                   "; ".join(verdicts[0].reasons)))

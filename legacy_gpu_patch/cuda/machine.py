@@ -124,6 +124,7 @@ def scan_nvml(nvml: Any = None) -> GpuScan | None:
         for i in range(int(nvml.nvmlDeviceGetCount())):
             h = nvml.nvmlDeviceGetHandleByIndex(i)
             name = _text(nvml.nvmlDeviceGetName(h))
+            cc: str | None
             try:
                 major, minor = nvml.nvmlDeviceGetCudaComputeCapability(h)
                 cc, how = f"{major}.{minor}", "reported"
@@ -157,10 +158,11 @@ def parse_nvidia_smi_csv(text: str, with_cc: bool = True) -> tuple[list[Gpu], st
         cells = [c.strip() for c in line.split(",")]
         if len(cells) < (6 if with_cc else 5) or not cells[0].isdigit():
             continue
+        cc: str | None
         if with_cc:
-            idx, name, cc, drv, mem, uuid = cells[:6]
-            how = "reported"
-            if not re.fullmatch(r"\d+\.\d+", cc):
+            idx, name, reported, drv, mem, uuid = cells[:6]
+            cc, how = reported, "reported"
+            if not re.fullmatch(r"\d+\.\d+", reported):
                 cc, how = cc_from_name(name), "from name"
         else:
             idx, name, drv, mem, uuid = cells[:5]
