@@ -41,12 +41,10 @@ class GpuArch(CapabilityNumber):
 
 
 _CUDA_GPUS = "https://developer.nvidia.com/cuda-gpus; nvcc manual §GPU Feature List"
-_FERMI_390 = "NVIDIA: R390 is the last driver branch supporting Fermi (nvidia.custhelp.com answer 4656)"
-_KEPLER_470 = "NVIDIA: R470 is the last driver branch supporting Kepler (nvidia.custhelp.com answer 5202)"
-_MPV_580 = (
-    "NVIDIA: the R580 branch is the last to support Maxwell, Pascal and Volta (CUDA 12.9 release notes; R590+ "
-    "drivers print 'supported through the NVIDIA 580.xx Legacy drivers', NixOS/nixos-hardware#1880)"
-)
+# Last driver branches per generation (not used by a rule yet; kept as the sources for when one is):
+# R390 the last for Fermi (nvidia.custhelp.com answer 4656), R470 for Kepler (answer 5202), R580 for Maxwell,
+# Pascal and Volta (CUDA 12.9 release notes; R590+ drivers print 'supported through the NVIDIA 580.xx Legacy
+# drivers', NixOS/nixos-hardware#1880).
 
 ARCHES: tuple[GpuArch, ...] = (
     GpuArch(20, "Fermi", False, "GTX 480/580, Tesla C2050", _CUDA_GPUS, last_driver_branch=390),

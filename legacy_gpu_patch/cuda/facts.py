@@ -15,10 +15,6 @@ DRIVER_TABLE = (
     "(https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html); mirrored in mesonbuild/meson "
     "mesonbuild/modules/cuda.py _DRIVER_TABLE_VERSION"
 )
-MINOR_COMPAT = (
-    "CUDA Compatibility guide, 'Minor Version Compatibility' table "
-    "(https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html)"
-)
 HOST_CONFIG = (
     "crt/host_config.h of each toolkit ('#error -- unsupported GNU version! gcc versions later than N'), "
     "collected in spack/spack#25054 and spack-packages build_systems/cuda.py conflicts; CUDA installation guide "

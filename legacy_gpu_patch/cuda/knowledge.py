@@ -94,6 +94,8 @@ class Toolkit:
 
 # Minimum driver per major family under minor-version compatibility (SASS only; PTX from a newer toolkit than the
 # driver cannot be JIT-compiled: CUDA_ERROR_UNSUPPORTED_PTX_VERSION).
+# Source: CUDA Compatibility guide, 'Minor Version Compatibility' table
+# (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html).
 MINOR_COMPAT_MIN_DRIVER: dict[int, str] = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 
 # (version, toolkit driver, gcc max, clang max, extra note, certain)
