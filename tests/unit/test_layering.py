@@ -123,3 +123,19 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycle({"a": {"b": ""}, "b": {"a": ""}}) == ["a", "b", "a"]
     assert _cycle({"a": {"b": ""}, "b": {"c": ""}, "c": {"a": ""}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b": ""}, "b": {"c": ""}}) is None
+
+
+def test_architecture_doc_tables_match_the_tree() -> None:
+    """docs/architecture.md: the layout table has one line per folder and root module, the layer table is LAYERS."""
+    import re
+
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    layout = page.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \|", layout, re.M)
+    named = {r.rstrip("/").removesuffix(".py") for r in rows}
+    nodes = {_node(p) for p in PACKAGE.rglob("*.py")}
+    assert named == nodes and len(rows) == len(nodes), (sorted(nodes - named), sorted(named - nodes))
+    rules = page.split("## Dependency rules", 1)[1].split("\n## ", 1)[0]
+    doc_layers = {int(n): set(re.findall(r"`([^`]+)`", names))
+                  for n, names in re.findall(r"^\| (\d) \| ([^|]+) \|", rules, re.M)}
+    assert doc_layers == {i: set(names) for i, names in enumerate(LAYERS)}
