@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
+import io
 import subprocess
 import sys
 import zipfile
@@ -23,6 +23,7 @@ from legacy_gpu_patch.errors import ExitCode
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 PACKAGE = "lgpatch_venv_probe"
+_QUIET = io.BytesIO()  # the commands' output (the log file has it too)
 
 RECIPE = f"""\
 name: venv-demo
@@ -40,7 +41,8 @@ build:
              wheels, {PACKAGE}]
     - name: where
       phase: build
-      argv: ["${{python}}", -c, "import sys, {PACKAGE}; open('where.txt', 'w').write(sys.prefix + '\\\\n' + {PACKAGE}.__file__)"]
+      argv: ["${{python}}", -c,
+             "import sys, {PACKAGE}; open('where.txt', 'w').write(sys.prefix + '\\\\n' + {PACKAGE}.__file__)"]
     - name: tools
       phase: test
       argv: ["${{python}}", -m, legacy_gpu_patch.tools.wheel_check, --help]
@@ -54,7 +56,8 @@ def _wheel(folder: Path) -> Path:
     files = {
         f"{PACKAGE}/__init__.py": b"VALUE = 1\n",
         f"{PACKAGE}-1.0.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {PACKAGE}\nVersion: 1.0\n".encode(),
-        f"{PACKAGE}-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{PACKAGE}-1.0.dist-info/WHEEL":
+            b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = []
     with zipfile.ZipFile(path, "w") as zf:
@@ -86,7 +89,7 @@ def test_default_build_runs_in_a_venv_of_the_tree_and_installs_there(tmp_path: P
     assert options.site_packages.startswith(str(venv)) and not venv.exists()  # resolving makes nothing
     assert any("build venv" in n for n in options.notes)
 
-    outcome = run_build(options, display=PlainDisplay(open(os.devnull, "wb")))
+    outcome = run_build(options, display=PlainDisplay(_QUIET))
     assert outcome.exit_code == ExitCode.OK, [(p.name, p.status, p.reason) for p in outcome.report.phases]
     prefix, module = (tree / "where.txt").read_text().splitlines()
     assert Path(prefix) == venv and module.startswith(options.site_packages)
@@ -95,7 +98,7 @@ def test_default_build_runs_in_a_venv_of_the_tree_and_installs_there(tmp_path: P
     # the next build reuses the venv (and what was installed in it)
     marker = venv / "lgpatch-reuse-marker"
     marker.write_text("x")
-    again = run_build(resolve_options(tree, recipe, {}, BuildRequest(jobs=1)), display=PlainDisplay(open(os.devnull, "wb")))
+    again = run_build(resolve_options(tree, recipe, {}, BuildRequest(jobs=1)), display=PlainDisplay(_QUIET))
     assert again.exit_code == ExitCode.OK and marker.exists()
 
 
@@ -109,7 +112,7 @@ def test_python_option_builds_in_that_interpreters_environment(tmp_path: Path) -
     recipe = load_recipe(write_recipe(tmp_path / "recipes", RECIPE), SearchPath((tmp_path / "recipes",), ()))
     options = resolve_options(tree, recipe, {}, BuildRequest(jobs=1, python=str(target / "bin" / "python")))
     assert options.venv is None
-    outcome = run_build(options, display=PlainDisplay(open(os.devnull, "wb")))
+    outcome = run_build(options, display=PlainDisplay(_QUIET))
     assert outcome.exit_code == ExitCode.OK, [(p.name, p.status, p.reason) for p in outcome.report.phases]
     assert Path((tree / "where.txt").read_text().splitlines()[0]) == target
     assert not (tree / ".git" / "lgpatch" / "build-venv").exists()
