@@ -35,8 +35,8 @@ from legacy_gpu_patch.errors import ConfigError, StateError
 from legacy_gpu_patch.gitutil import die_with_parent
 
 # Re-exported: `lgpatch verify` and the tests reach the tree side through this module.
-__all__ = ["CUDA_INCLUDE_ENV", "Compiled", "ProbeResult", "Report", "Toolchain", "configure_file", "find_toolchain",
-           "run_probes", "wheel_include_dirs"]
+__all__ = ["CUDA_INCLUDE_ENV", "Compiled", "ProbeResult", "Toolchain", "VerifyReport", "configure_file",
+           "find_toolchain", "run_probes", "wheel_include_dirs"]
 
 # ----------------------------------------------------------------------------------------- results
 
@@ -59,7 +59,9 @@ class ProbeResult:
 
 
 @dataclass
-class Report:
+class VerifyReport:
+    """What `lgpatch verify` found: one ProbeResult per probe and architecture (report.reports.Report is a build's)."""
+
     tree: str
     baseline: str
     recipe: str
@@ -129,7 +131,7 @@ Planned = list[tuple[Probe, Optional[str]]]  # (probe, arch or None for a host-o
 
 
 def _plan(selected: Sequence[Probe], params: dict[str, Any], kinds: dict[str, str], archs: Sequence[str],
-          report: Report) -> Planned:
+          report: VerifyReport) -> Planned:
     """The (probe, arch) compiles that apply; the others are recorded in the report with their reason."""
     plan: Planned = []
     for probe in selected:
@@ -156,7 +158,7 @@ def _plan(selected: Sequence[Probe], params: dict[str, Any], kinds: dict[str, st
     return plan
 
 
-def _runnable(plan: Planned, toolchain: Toolchain, report: Report) -> Planned:
+def _runnable(plan: Planned, toolchain: Toolchain, report: VerifyReport) -> Planned:
     """Those whose required headers are found; the others are skipped with the reason."""
     runnable: Planned = []
     for probe, arch in plan:
@@ -182,8 +184,8 @@ def run_probes(
     toolchain: Toolchain,
     only: Sequence[str] = (),
     keep: Path | None = None,
-) -> Report:
-    report = Report(str(root), baseline, recipe_name, dict(params), list(archs),
+) -> VerifyReport:
+    report = VerifyReport(str(root), baseline, recipe_name, dict(params), list(archs),
                     {"nvcc": toolchain.nvcc, "cxx": toolchain.cxx,
                      "cuda_home": str(toolchain.cuda_home) if toolchain.cuda_home else None,
                      "extra_includes": [str(p) for p in toolchain.extra_includes]})

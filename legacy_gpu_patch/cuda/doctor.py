@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from legacy_gpu_patch.cuda import jit_cache, nvcc_probe
 from legacy_gpu_patch.cuda import knowledge as ck
@@ -50,14 +50,19 @@ from legacy_gpu_patch.cuda.toolchain import (
     scan_cudnn,
 )
 
+if TYPE_CHECKING:
+    from legacy_gpu_patch.config.recipe import Recipe
+    from legacy_gpu_patch.config.search import SearchPath
+
 # Re-exported: the doctor's one import for callers and tests.
 __all__ = ["ERROR", "INFO", "OK", "WARN", "Compiler", "DoctorFinding", "DoctorReport", "cc_from_name", "check_recipe",
            "cmake_findings", "compiler_findings", "cudnn_findings", "diagnose", "main", "recipe_fit", "scan_cudnn",
            "scan_gpus", "scan_nvidia_smi", "scan_nvml"]
 
 
-def diagnose(env: Mapping[str, str] | None = None, nvml: Any = None, recipe: Any = None,
-             recipe_params: Mapping[str, Any] | None = None, search: Any = None, with_recipes: bool = True
+def diagnose(env: Mapping[str, str] | None = None, nvml: Any = None, recipe: Recipe | None = None,
+             recipe_params: Mapping[str, Any] | None = None, search: SearchPath | None = None,
+             with_recipes: bool = True
              ) -> DoctorReport:
     """Run every probe (in parallel) and build the report."""
     t0 = time.perf_counter()

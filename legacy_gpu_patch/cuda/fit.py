@@ -4,7 +4,7 @@ recipe with its parameters, why not (the problems set ExitCode.DOCTOR)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from legacy_gpu_patch.cuda import knowledge as ck
 from legacy_gpu_patch.cuda import targets as planner
@@ -14,8 +14,12 @@ from legacy_gpu_patch.cuda.machine import Gpu
 from legacy_gpu_patch.cuda.nvcc_probe import NvccInfo
 from legacy_gpu_patch.cuda.toolchain import default_host_compiler
 
+if TYPE_CHECKING:  # the doctor engine stays stdlib-only at run time: recipes are imported when they are read
+    from legacy_gpu_patch.config.recipe import Recipe
+    from legacy_gpu_patch.config.search import SearchPath
 
-def recipe_fit(recipe: Any, nvccs: Sequence[NvccInfo], gpus: Sequence[Gpu], driver: str | None = None,
+
+def recipe_fit(recipe: Recipe, nvccs: Sequence[NvccInfo], gpus: Sequence[Gpu], driver: str | None = None,
                driver_cuda: str | None = None) -> dict[str, Any]:
     """Which of this machine's toolkits and GPUs a recipe's `cuda` / `arch` parameters accept (and the driver
     runs)."""
@@ -57,7 +61,7 @@ def recipe_fit(recipe: Any, nvccs: Sequence[NvccInfo], gpus: Sequence[Gpu], driv
     return {"name": recipe.name, "fits": fits, "runs_on": runnable, "cuda_versions": usable, "reasons": reasons}
 
 
-def check_recipe(recipe: Any, params: Mapping[str, Any], report: DoctorReport,
+def check_recipe(recipe: Recipe, params: Mapping[str, Any], report: DoctorReport,
                  env: Mapping[str, str]) -> dict[str, Any]:
     """Can this machine build and run `recipe` with `params` (resolved values)? Errors → ExitCode.DOCTOR."""
     problems: list[str] = []
@@ -113,7 +117,7 @@ def check_recipe(recipe: Any, params: Mapping[str, Any], report: DoctorReport,
             "problems": problems, "warnings": warnings}
 
 
-def add_recipes(report: DoctorReport, search: Any) -> None:
+def add_recipes(report: DoctorReport, search: SearchPath | None) -> None:
     try:
         from legacy_gpu_patch.config.recipe import SearchPath, load_recipe
         from legacy_gpu_patch.errors import LgpatchError
