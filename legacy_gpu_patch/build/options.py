@@ -219,13 +219,13 @@ def _resolve_tools(req: BuildRequest, env: Mapping[str, str], notes: list[str]) 
     return launcher_path
 
 
-def _resolve_python(req: BuildRequest, report_dir: Path, notes: list[str]) -> tuple[str, str, Path | None]:
+def _resolve_python(req: BuildRequest, root: Path, notes: list[str]) -> tuple[str, str, Path | None]:
     """(interpreter, its purelib, the build venv to make or None): --python, else lgpatch's own build venv."""
     if req.python is not None:
         return req.python, python_paths(req.python)["purelib"], None
-    folder = venv.venv_dir(report_dir)
-    notes.append(f"build venv {folder} (python {sys.version_info[0]}.{sys.version_info[1]}; --python EXE builds "
-                 "in that interpreter's environment instead)")
+    folder = venv.venv_dir(root)
+    notes.append(f"build venv {folder} (python {sys.version_info[0]}.{sys.version_info[1]}, layered on lgpatch's "
+                 "environment; --python EXE builds in that interpreter's environment instead)")
     return str(venv.venv_python(folder)), venv.venv_purelib(folder), folder
 
 
@@ -244,7 +244,7 @@ def resolve_options(root: Path, recipe: Recipe, params: Mapping[str, Any],
     notes.append(str(choice))
     launcher_path = _resolve_tools(req, env, notes)
     report_dir = (req.report_dir or default_report_dir(root)).resolve()
-    python, site_packages, venv_dir = _resolve_python(req, report_dir, notes)
+    python, site_packages, venv_dir = _resolve_python(req, root, notes)
     variables = make_build_vars(
         eff, python=python, site_packages=site_packages, jobs=choice.jobs, workdir=root,
         cuda_home=toolkit.home if toolkit else None, arch_flags=arch_flags, targets=req.targets,

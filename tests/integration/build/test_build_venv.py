@@ -1,5 +1,6 @@
-"""`lgpatch build` without --python builds in a venv it makes in the work tree, never in lgpatch's own environment:
-a recipe's `pip install` lands there (a real venv, a real pip, a real wheel from a local folder, no network)."""
+"""`lgpatch build` without --python builds in a venv it makes in the work tree, layered on lgpatch's environment:
+a recipe's `pip install` lands in the venv, never in lgpatch's own environment, and what lgpatch's environment has
+stays visible (a real venv, a real pip, a real wheel from a local folder, no network)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import hashlib
 import io
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -94,6 +96,9 @@ def test_default_build_runs_in_a_venv_of_the_tree_and_installs_there(tmp_path: P
     prefix, module = (tree / "where.txt").read_text().splitlines()
     assert Path(prefix) == venv and module.startswith(options.site_packages)
     assert not _lgpatch_env_has_probe(), "the build installed into lgpatch's own environment"
+    # layered: what lgpatch's environment has is visible (read-only) to the build, e.g. PyYAML for code generators
+    seen = subprocess.run([options.python, "-c", "import yaml; print(yaml.__file__)"], capture_output=True, text=True)
+    assert seen.returncode == 0 and seen.stdout.startswith(sysconfig.get_paths()["purelib"]), seen.stderr
 
     # the next build reuses the venv (and what was installed in it)
     marker = venv / "lgpatch-reuse-marker"
