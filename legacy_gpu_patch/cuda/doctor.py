@@ -20,9 +20,8 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from legacy_gpu_patch.cuda import jit_cache, nvcc_probe
+from legacy_gpu_patch.cuda import jit_cache, nvcc_probe, targets
 from legacy_gpu_patch.cuda import knowledge as ck
-from legacy_gpu_patch.cuda import targets as planner
 from legacy_gpu_patch.cuda.findings import (
     ERROR,
     INFO,
@@ -89,7 +88,7 @@ def diagnose(env: Mapping[str, str] | None = None, nvml: Any = None, recipe: Rec
             if g.number is None:
                 continue
             try:
-                p = planner.plan(n.version, g.number, driver=report.gpus.driver, driver_cuda=report.gpus.driver_cuda,
+                p = targets.plan(n.version, g.number, driver=report.gpus.driver, driver_cuda=report.gpus.driver_cuda,
                                  nvcc=n)
             except ck.UnknownToolkit as exc:
                 report.findings.append(DoctorFinding(WARN, "plan", str(exc)))

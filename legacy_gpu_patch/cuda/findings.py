@@ -6,9 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from legacy_gpu_patch.cuda import jit_cache
+from legacy_gpu_patch.cuda import jit_cache, targets
 from legacy_gpu_patch.cuda import knowledge as ck
-from legacy_gpu_patch.cuda import targets as planner
 from legacy_gpu_patch.cuda.machine import Gpu, GpuScan
 from legacy_gpu_patch.cuda.nvcc_probe import NvccInfo
 from legacy_gpu_patch.cuda.toolchain import Compiler
@@ -42,7 +41,7 @@ class DoctorReport:
     numpy: str | None
     jit: jit_cache.CacheStatus
     host_limits: dict[str, dict[str, str]] = field(default_factory=dict)  # nvcc path → limits from host_config.h
-    plans: list[tuple[NvccInfo, Gpu, planner.Plan]] = field(default_factory=list)
+    plans: list[tuple[NvccInfo, Gpu, targets.Plan]] = field(default_factory=list)
     findings: list[DoctorFinding] = field(default_factory=list)
     recipes: list[dict[str, Any]] = field(default_factory=list)
     recipes_note: str | None = None
@@ -137,23 +136,23 @@ def cudnn_findings(cudnn: Sequence[Mapping[str, Any]]) -> list[DoctorFinding]:
     return out
 
 
-def plan_findings(plans: Sequence[tuple[NvccInfo, Gpu, planner.Plan]],
+def plan_findings(plans: Sequence[tuple[NvccInfo, Gpu, targets.Plan]],
                   jit: jit_cache.CacheStatus) -> list[DoctorFinding]:
     out = []
     for _nvcc, gpu, p in plans:
         where = f"CUDA {p.toolkit} → GPU {gpu.index} {gpu.name} (sm_{p.gpu})"
-        if p.status == planner.IMPOSSIBLE:
+        if p.status == targets.IMPOSSIBLE:
             out.append(DoctorFinding(ERROR, "plan", f"{where}: cannot run", " ".join(p.reasons[1:]) or None))
             continue
         flags = p.flags.torch_cuda_arch_list if p.flags else ""
-        if p.driver is not None and p.driver.status == planner.DRIVER_REFUSE:
+        if p.driver is not None and p.driver.status == targets.DRIVER_REFUSE:
             out.append(DoctorFinding(ERROR, "driver", f"{where}: {p.driver.message}"))
-        elif p.driver is not None and p.driver.status == planner.DRIVER_MINOR_COMPAT:
+        elif p.driver is not None and p.driver.status == targets.DRIVER_MINOR_COMPAT:
             out.append(DoctorFinding(WARN, "driver", f"{where}: {p.driver.message}"))
-        if p.status == planner.NATIVE:
+        if p.status == targets.NATIVE:
             out.append(DoctorFinding(OK, "plan", f"{where}: native cubin ({', '.join(p.targets)}; "
                                                   f"TORCH_CUDA_ARCH_LIST={flags})"))
-        elif p.status == planner.SASS_COMPATIBLE:
+        elif p.status == targets.SASS_COMPATIBLE:
             out.append(DoctorFinding(OK, "plan", f"{where}: {p.sass} cubin runs natively (binary compatibility; "
                                                   f"TORCH_CUDA_ARCH_LIST={flags})"))
         else:
@@ -194,7 +193,7 @@ def gpu_findings(scan: GpuScan, nvccs: Sequence[NvccInfo]) -> list[DoctorFinding
                                              f"driver {scan.driver or '?'} (CUDA {scan.driver_cuda or '?'}) via "
                                       f"{scan.source}"))
         if g.number and not nvccs:
-            rng = planner.native_range(g.number)
+            rng = targets.native_range(g.number)
             if rng:
                 out.append(DoctorFinding(INFO, "plan",
                                          f"sm_{g.number} gets native cubins from CUDA {rng[0]} to {rng[1]}"))

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from legacy_gpu_patch.cuda import knowledge as ck
-from legacy_gpu_patch.cuda import targets as planner
+from legacy_gpu_patch.cuda import targets
 from legacy_gpu_patch.cuda.archflags import flags_for, parse_arch
 from legacy_gpu_patch.cuda.findings import ERROR, DoctorReport, compiler_findings
 from legacy_gpu_patch.cuda.machine import Gpu
@@ -45,7 +45,7 @@ def recipe_fit(recipe: Recipe, nvccs: Sequence[NvccInfo], gpus: Sequence[Gpu], d
             reasons.append(f"arch {sm} (GPU {g.index}) is not among its arch values "
                            f"({arch_p.allowed or ', '.join(map(str, arch_p.choices or [arch_p.default]))})")
             continue
-        plans = {v: planner.plan(v, g.number, driver=driver, driver_cuda=driver_cuda,
+        plans = {v: targets.plan(v, g.number, driver=driver, driver_cuda=driver_cuda,
                                  nvcc=next((n for n in nvccs if n.version == v), None)) for v in usable}
         ok = [v for v, p in plans.items() if p.runnable]
         if ok:
@@ -82,7 +82,7 @@ def check_recipe(recipe: Recipe, params: Mapping[str, Any], report: DoctorReport
                     problems.append(f"{f.message}; fix: {f.fix}")
     toolkit = ck.major_minor(str(cuda)) if cuda is not None else (report.nvccs[0].version if report.nvccs else None)
     if arch is not None and toolkit is not None:
-        sass_set, ptx_set, _src, _notes = planner.target_sets(toolkit, nvcc)
+        sass_set, ptx_set, _src, _notes = targets.target_sets(toolkit, nvcc)
         try:
             flags = flags_for([str(arch)])
             unknown = [t for t in flags.sass_archs if t not in sass_set] + [t for t in flags.ptx_archs
@@ -96,12 +96,12 @@ def check_recipe(recipe: Recipe, params: Mapping[str, Any], report: DoctorReport
     for g in report.gpus.gpus:
         if not g.number or toolkit is None:
             continue
-        p = planner.plan(toolkit, g.number, driver=report.gpus.driver, driver_cuda=report.gpus.driver_cuda,
+        p = targets.plan(toolkit, g.number, driver=report.gpus.driver, driver_cuda=report.gpus.driver_cuda,
                          nvcc=nvcc)
         if not p.buildable:
             problems.append(f"GPU {g.index} {g.name}: {p.reasons[0]}")
             continue
-        if p.driver is not None and p.driver.status == planner.DRIVER_REFUSE:
+        if p.driver is not None and p.driver.status == targets.DRIVER_REFUSE:
             problems.append(f"GPU {g.index} {g.name}: {p.driver.message}")
         if arch is not None:
             a = parse_arch(str(arch))
