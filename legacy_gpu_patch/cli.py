@@ -31,6 +31,9 @@ COMMANDS = {
     "doctor": ("doctor", "Check GPU, driver, toolkit and compilers; say what can build and run."),
     "jit-cache": ("jit_cache", "Inspect and configure the CUDA driver's PTX JIT cache."),
     "verify": ("verify", "Run a recipe's compile probes against patched and pristine trees."),
+    "matrix": ("matrix", "Expand recipes and parameter values into a CI job matrix, pruned with reasons."),
+    "ci": ("ci", "Run one CI job: apply (strict), build, repair and label the wheel, smoke-test it, report."),
+    "report": ("report_cmd", "Work with CI reports (merge many jobs' reports into one summary)."),
 }
 
 

@@ -101,7 +101,7 @@ def mirror_with(sub: Submodule, offline: bool) -> Path:
 def missing_submodule(sub: Submodule, offline: bool, cause: SourceError) -> SourceError:
     """What to do when a submodule is neither in the cache nor reachable. `--source` replaces the superproject
     only, so the clone/fetch error's own hint ("pass --source PATH") would not help here."""
-    why = "--offline was given" if offline else f"fetching it failed ({cause.message[-300:]})"
+    why = "--offline was given" if offline else f"it could not be cloned or updated ({cause.message[-300:]})"
     return SourceError(
         f"submodule {sub.path} ({sub.url} at commit {sub.commit}) is not in the cache and {why}",
         hint=f"clone {sub.url} on a machine with network and run `lgpatch cache add-mirror {sub.url} CLONE` "
