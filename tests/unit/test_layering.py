@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cuda", "classify", "source", "tools"),
     ("ledger", "report"),
     ("build",),
+    ("ci",),
     ("commands", "cli", "__main__"),
 )
 LAYER = {node: i for i, names in enumerate(LAYERS) for node in names}
