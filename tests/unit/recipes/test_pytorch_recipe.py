@@ -90,17 +90,17 @@ def test_tf32_parameter_defaults_off(recipe) -> None:
 
 
 def test_build_makes_a_wheel_with_portable_run_paths(recipe) -> None:
-    commands = {c["name"]: c for c in recipe.build["commands"]}
-    configure = commands["configure"]["argv"]
+    commands = {c.name: list(c.argv) for c in recipe.build.commands}  # typed: BuildCommand, argv a tuple
+    configure = commands["configure"]
     assert configure[:5] == ["cmake", "-S", ".", "-B", "build"]  # setup.py's build folder: bdist_wheel reuses it
     assert "-DCMAKE_INSTALL_PREFIX=${workdir}/torch" in configure
     assert "-DLGPATCH_WHEEL_RPATH=$$ORIGIN/../../nvidia/cu13/lib;$$ORIGIN/../../nvidia/cudnn/lib" in configure
     assert "-DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON" in configure
     names = list(commands)
     assert names.index("pybind11-py312") < names.index("configure") < names.index("build") < names.index("wheel")
-    assert "setup.py bdist_wheel -d dist" in commands["wheel"]["argv"][2]
-    assert "1.5.0+lgpatch.cu${cuda//./}.${arch//_/}" in commands["wheel"]["argv"][2]
-    assert "--forbid-runpath-under" in commands["check-wheel"]["argv"][2]
+    assert "setup.py bdist_wheel -d dist" in commands["wheel"][2]
+    assert "1.5.0+lgpatch.cu${cuda//./}.${arch//_/}" in commands["wheel"][2]
+    assert "--forbid-runpath-under" in commands["check-wheel"][2]
 
 
 def test_every_patchset_has_readme_mirrors_and_our_own_patches(recipe) -> None:
