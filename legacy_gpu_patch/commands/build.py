@@ -44,7 +44,8 @@ def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str
 
     Exit codes: 0 built, 9 a build command failed, 10 interrupted (Ctrl-C/SIGTERM; the report is still written).
     """
-    from legacy_gpu_patch.build.run import plan_commands, resolve_options, run_build
+    from legacy_gpu_patch.build.options import BuildRequest, resolve_options
+    from legacy_gpu_patch.build.run import plan_commands, run_build
     from legacy_gpu_patch.build.runner import make_display
     from legacy_gpu_patch.classify.classifier import Classifier
     from legacy_gpu_patch.commands._common import search_path
@@ -56,10 +57,9 @@ def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str
     wt = WorkTree.open(workdir, shared=True)
     try:
         recipe = wt.recipe(search_path(ctx)) if hasattr(wt, "recipe") else _load_recipe(ctx, wt)
-        options = resolve_options(
-            wt.root, recipe, dict(wt.state.params), archs=archs or None, cuda=cuda, jobs=jobs, targets=targets,
-            launcher=launcher, python=python, cc=cc, cxx=cxx, log=log, report_dir=report_dir,
-        )
+        request = BuildRequest(archs=archs, cuda=cuda, jobs=jobs, targets=targets, launcher=launcher, python=python,
+                               cc=cc, cxx=cxx, log=log, report_dir=report_dir)
+        options = resolve_options(wt.root, recipe, dict(wt.state.params), request)
         con = console()
         for note in options.notes:
             con.print(f"[cyan]build:[/] {note}", highlight=False)

@@ -9,7 +9,9 @@ import click
 
 from legacy_gpu_patch import console
 from legacy_gpu_patch.commands._common import search_path
+from legacy_gpu_patch.config.patchset import UrlPatchBody
 from legacy_gpu_patch.config.recipe import all_recipes
+from legacy_gpu_patch.config.source_schema import SdistSource
 from legacy_gpu_patch.errors import ConfigError, SourceError
 from legacy_gpu_patch.source import cache as store
 
@@ -18,13 +20,12 @@ def expected_files(ctx: click.Context) -> dict[str, list[str]]:
     """sha256 → what the known recipes expect under it (sdists and url-patches)."""
     wanted: dict[str, list[str]] = {}
     for r in all_recipes(search_path(ctx)):
-        if r.source_kind == "sdist":
-            wanted.setdefault(r.source["sha256"], []).append(f"{r.name}: source sdist")
+        if isinstance(r.source, SdistSource):
+            wanted.setdefault(r.source.sha256, []).append(f"{r.name}: source sdist")
         for entry in r.entries:
-            step_list = [entry.step] if entry.step else list(entry.patchset.steps if entry.patchset else ())
-            for step in step_list:
-                if step.kind == "url-patch":
-                    wanted.setdefault(step.body["sha256"], []).append(f"{r.name}: {step.key} ({step.body['url']})")
+            for step in entry.steps():
+                if isinstance(step.body, UrlPatchBody):
+                    wanted.setdefault(step.body.sha256, []).append(f"{r.name}: {step.key} ({step.body.url})")
     return wanted
 
 

@@ -8,12 +8,12 @@ from typing import Any
 
 from legacy_gpu_patch import console
 from legacy_gpu_patch.config.recipe import Recipe
+from legacy_gpu_patch.config.source_schema import GitSource
 from legacy_gpu_patch.errors import DirtyTreeError, LgpatchError, StateError
 from legacy_gpu_patch.ledger import steps
 from legacy_gpu_patch.ledger.create import create_tree, creating, is_empty_dir
 from legacy_gpu_patch.ledger.plan import PlannedStep, make_plan
 from legacy_gpu_patch.ledger.worktree import WorkTree, format_params
-from legacy_gpu_patch.source import sources
 
 
 @dataclass(frozen=True)
@@ -139,9 +139,9 @@ def _open_existing(recipe: Recipe, opts: ApplyOptions) -> WorkTree:
 def _source_description(recipe: Recipe) -> str:
     """Must match what sources.prepare_* record, so a changed pin is noticed on an existing tree."""
     src = recipe.source
-    if recipe.source_kind == "git":
-        return f"git {src['url']} {src['ref']} @ {src['commit']}"
-    return f"sdist {sources.sdist_label(src)} sha256:{src['sha256']}"
+    if isinstance(src, GitSource):
+        return f"git {src.url} {src.ref} @ {src.commit}"
+    return f"sdist {src.label} sha256:{src.sha256}"
 
 
 def _apply_in(wt: WorkTree, recipe: Recipe, opts: ApplyOptions, report: ApplyReport) -> ApplyReport:

@@ -16,7 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from legacy_gpu_patch.config.patchset import BackportBody, UrlPatchBody
 from legacy_gpu_patch.config.recipe import Recipe
+from legacy_gpu_patch.config.source_schema import GitSource, SdistSource
 from legacy_gpu_patch.gitutil import Git
 from legacy_gpu_patch.source import cache, submodules
 
@@ -76,14 +78,15 @@ def entries() -> list[Entry]:
 def _repos_of(recipe: Recipe) -> list[tuple[str, str | None]]:
     """(url, pinned commit or None) of every repository a recipe reaches directly."""
     repos: list[tuple[str, str | None]] = []
-    if recipe.source_kind == "git":
-        repos.append((recipe.source["url"], recipe.source["commit"]))
+    git_source = recipe.source if isinstance(recipe.source, GitSource) else None
+    if git_source is not None:
+        repos.append((git_source.url, git_source.commit))
     for entry in recipe.entries:
         for step in [entry.step] if entry.step else list(entry.patchset.steps if entry.patchset else ()):
-            if step.kind == "backport":
-                url = step.body.get("repo") or (recipe.source.get("url") if recipe.source_kind == "git" else None)
+            if isinstance(step.body, BackportBody):
+                url = step.body.repo or (git_source.url if git_source is not None else None)
                 if url:
-                    repos.append((url, step.body.get("commit")))
+                    repos.append((url, step.body.commit))
     return repos
 
 
@@ -102,12 +105,12 @@ def mirrors_in_use(recipes: Iterable[Recipe]) -> set[Path]:
 
 
 def collectable(recipes: list[Recipe], mirrors: bool) -> list[Entry]:
-    pinned = {r.source["sha256"] for r in recipes if r.source_kind == "sdist"}
+    pinned = {r.source.sha256 for r in recipes if isinstance(r.source, SdistSource)}
     for r in recipes:
         for entry in r.entries:
             for step in [entry.step] if entry.step else list(entry.patchset.steps if entry.patchset else ()):
-                if step.kind == "url-patch":
-                    pinned.add(step.body["sha256"])
+                if isinstance(step.body, UrlPatchBody):
+                    pinned.add(step.body.sha256)
     in_use = mirrors_in_use(recipes) if mirrors else set()
 
     def garbage(e: Entry) -> bool:
