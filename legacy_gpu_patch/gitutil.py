@@ -145,3 +145,14 @@ class Git:
         """Commit every file in the tree, ignoring .gitignore (an sdist's pristine baseline must hold all it ships)."""
         self.run("add", "--all", "--force", ".")
         return self.commit_paths([], message)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (another user's counts): lock holders and temp-folder owners."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -12,6 +12,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from legacy_gpu_patch.gitutil import pid_alive  # re-exported: ledger.create uses locks.pid_alive
+
 
 def holders(fd: int) -> list[int]:
     """Pids holding a flock on the file open as `fd` (Linux /proc/locks; [] where unavailable)."""
@@ -28,16 +30,6 @@ def holders(fd: int) -> list[int]:
         if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == device and fields[4].isdigit():
             pids.append(int(fields[4]))
     return sorted(set(pids))
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def describe_holders(fd: int) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from legacy_gpu_patch.config.patchset import BackportBody, UrlPatchBody
 from legacy_gpu_patch.config.recipe import Recipe
 from legacy_gpu_patch.config.source_schema import GitSource, SdistSource
-from legacy_gpu_patch.gitutil import Git
+from legacy_gpu_patch.gitutil import Git, pid_alive
 from legacy_gpu_patch.source import cache, submodules
 
 STALE_AFTER_S = 3600.0  # a temporary download untouched this long belongs to no live process
@@ -50,7 +50,6 @@ def tree_size(path: Path) -> int:
 def _stale_temporary(path: Path) -> bool:
     match = _PID_SUFFIX.search(path.name)
     if match:
-        from legacy_gpu_patch.ledger.locks import pid_alive
 
         return not pid_alive(int(match.group(1)))
     return time.time() - path.lstat().st_mtime > STALE_AFTER_S

@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "errors"),
     ("console", "progress", "gitutil", "safepath"),
     ("config",),
-    ("cuda", "classify", "source", "tools"),
+    ("cuda", "classify", "source", "tools", "hetero"),
     ("ledger", "report"),
     ("build",),
     ("ci",),
