@@ -199,6 +199,19 @@ class WorkTree:
             index_lock.unlink()
             done.append("removed a stale .git/index.lock")
         op = entry.get("op")
+        hook = str(entry.get("repair_hook") or "")
+        if hook.startswith("legacy_gpu_patch."):
+            # An operation journaled by another package (authoring's refresh writes recipe files, not the tree)
+            # names the function that knows how to undo it.
+            import importlib
+
+            module, _, func = hook.partition(":")
+            done += getattr(importlib.import_module(module), func)(self, entry)
+            self.journal_path.unlink(missing_ok=True)
+            from legacy_gpu_patch.console import warn
+
+            warn("; ".join(done))
+            return done
         if op == "step":
             head = self.git.head()
             committed = head != entry.get("head") and self._is_step_commit(head, entry.get("step"))

@@ -1,0 +1,113 @@
+"""What authoring keeps in the ledger's folder next to state.json, and helpers shared by edit and refresh.
+
+    .git/lgpatch/edit.json     an edit in progress: which step, the commit the tree was put at, the tail of steps
+                               that were above it (also kept in refs/lgpatch/edit-tail)
+    .git/lgpatch/reapply.json  a refresh whose recipe files are written but whose re-apply did not finish (killed or
+                               interrupted): the next edit/refresh finishes it; `lgpatch apply` does the same
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from legacy_gpu_patch import console
+from legacy_gpu_patch.authoring.txn import read_json
+from legacy_gpu_patch.config.recipe import Recipe, SearchPath, find_recipe, load_recipe
+from legacy_gpu_patch.errors import StateError
+from legacy_gpu_patch.ledger.engine import ApplyOptions, ApplyReport, apply_open
+from legacy_gpu_patch.ledger.plan import PlannedStep, make_plan
+from legacy_gpu_patch.ledger.worktree import AppliedStep, WorkTree
+
+TAIL_REF = "refs/lgpatch/edit-tail"
+
+
+@dataclass(frozen=True)
+class Edit:
+    step: str | None  # the step key being edited; None: the end of the series
+    commit: str  # HEAD when the edit started
+    tail: str | None  # the commit that was HEAD before `edit` moved the tree down (None: not moved)
+
+
+def edit_path(wt: WorkTree) -> Path:
+    return WorkTree.meta_dir(wt.root) / "edit.json"
+
+
+def reapply_path(wt: WorkTree) -> Path:
+    return WorkTree.meta_dir(wt.root) / "reapply.json"
+
+
+def edit_json(edit: Edit) -> bytes:
+    return (json.dumps({"step": edit.step, "commit": edit.commit, "tail": edit.tail, "time": time.time()},
+                       indent=2) + "\n").encode()
+
+
+def current_edit(wt: WorkTree) -> Edit | None:
+    """The edit in progress, if the tree is still where `edit` put it (else the marker is stale and dropped)."""
+    data = read_json(edit_path(wt))
+    if data is None:
+        return None
+    if data.get("commit") != wt.git.head():
+        edit_path(wt).unlink(missing_ok=True)
+        console.note("an earlier `lgpatch edit` no longer matches the tree (it was moved since); ignoring it")
+        return None
+    return Edit(data.get("step"), str(data["commit"]), data.get("tail"))
+
+
+def tree_recipe(wt: WorkTree, search: SearchPath) -> Recipe:
+    """The recipe the tree was applied from (the file recorded in the ledger, else by name)."""
+    recorded = Path(wt.state.recipe_file)
+    if recorded.is_file():
+        return load_recipe(recorded, search)
+    return find_recipe(wt.state.recipe, search)
+
+
+def reapply(wt: WorkTree, recipe: Recipe) -> ApplyReport:
+    opts = ApplyOptions(workdir=wt.root, params=dict(wt.state.params), strict=False)
+    return apply_open(wt, recipe, opts)
+
+
+def finish_pending(wt: WorkTree, search: SearchPath) -> None:
+    """A refresh killed after writing the recipe files but before its re-apply finished: finish it now."""
+    data = read_json(reapply_path(wt))
+    if data is None:
+        return
+    console.note(f"finishing the re-apply of an interrupted refresh (your edits: {data.get('rescue')})")
+    reapply(wt, tree_recipe(wt, search))
+    reapply_path(wt).unlink(missing_ok=True)
+
+
+def selected_plan(recipe: Recipe, params: dict[str, Any]) -> list[PlannedStep]:
+    return [p for p in make_plan(recipe, params) if p.selected]
+
+
+def match_step(name: str, plan: list[PlannedStep]) -> PlannedStep:
+    """A step by key (patchset/id), by id when that is unique, or by 1-based position."""
+    exact = [p for p in plan if p.step.key == name]
+    by_id = [p for p in plan if p.step.id == name]
+    if name.isdigit() and 1 <= int(name) <= len(plan):
+        return plan[int(name) - 1]
+    if exact:
+        return exact[0]
+    if len(by_id) == 1:
+        return by_id[0]
+    keys = ", ".join(p.step.key for p in plan) or "none"
+    if by_id:
+        raise StateError(f"step id {name!r} is ambiguous: {', '.join(p.step.key for p in by_id)}",
+                         hint="name it as PATCHSET/ID")
+    from legacy_gpu_patch.config.schema import did_you_mean
+
+    raise StateError(f"no step {name!r} in this tree's plan{did_you_mean(name, [p.step.key for p in plan])}; "
+                     f"its steps: {keys}")
+
+
+def in_sync_prefix(applied: tuple[AppliedStep, ...], plan: list[PlannedStep]) -> int:
+    keep = 0
+    for have, want in zip(applied, plan):
+        if have.key != want.step.key or have.digest != want.digest:
+            break
+        keep += 1
+    return keep
