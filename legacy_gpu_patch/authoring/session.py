@@ -17,7 +17,7 @@ from typing import Any
 from legacy_gpu_patch import console
 from legacy_gpu_patch.authoring.txn import read_json
 from legacy_gpu_patch.config.recipe import Recipe, SearchPath, find_recipe, load_recipe
-from legacy_gpu_patch.errors import StateError
+from legacy_gpu_patch.errors import DirtyTreeError, StateError
 from legacy_gpu_patch.ledger.engine import ApplyOptions, ApplyReport, apply_open
 from legacy_gpu_patch.ledger.plan import PlannedStep, make_plan
 from legacy_gpu_patch.ledger.worktree import AppliedStep, WorkTree
@@ -75,9 +75,28 @@ def finish_pending(wt: WorkTree, search: SearchPath) -> None:
     data = read_json(reapply_path(wt))
     if data is None:
         return
-    console.note(f"finishing the re-apply of an interrupted refresh (your edits: {data.get('rescue')})")
+    rescue = str(data.get("rescue") or "")
+    console.note(f"finishing the re-apply of an interrupted refresh (your edits: {rescue})")
+    if wt.dirty_paths():
+        # Killed before the tree was reset: the edits in it are the ones now in the patch (and the rescue ref).
+        from legacy_gpu_patch.authoring import snapshot
+
+        now = snapshot.take(wt, "finishing an interrupted refresh")
+        if not rescue or wt.git.rev(rescue) is None or wt.git.tree_of(rescue) != now.tree:
+            raise DirtyTreeError(
+                f"an interrupted refresh must re-apply the series, but {wt.root} has edits made since "
+                f"(kept in {now.ref})",
+                hint=f"`git diff {rescue or 'HEAD'} {now.ref}` shows them; commit nothing, `git stash` them, "
+                "run `lgpatch apply`, then `git stash pop` and `lgpatch refresh`",
+            )
+        snapshot.drop(wt, now)
+        with wt.journal("reset", target=wt.git.head()):
+            wt.git.run("reset", "--quiet", "--hard", "HEAD")
+            wt.git.run("clean", "--quiet", "-fd")
     reapply(wt, tree_recipe(wt, search))
     reapply_path(wt).unlink(missing_ok=True)
+    if rescue:
+        wt.git.run("update-ref", "-d", rescue, check=False)
 
 
 def selected_plan(recipe: Recipe, params: dict[str, Any]) -> list[PlannedStep]:
