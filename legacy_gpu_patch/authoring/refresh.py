@@ -36,7 +36,7 @@ class RefreshOptions:
 
 @dataclass
 class RefreshResult:
-    mode: str  # fold | after | append
+    mode: str  # fold | after | append | finished (an interrupted refresh completed)
     step: str
     patch_file: Path
     paths: list[str]
@@ -46,14 +46,17 @@ class RefreshResult:
 
 
 def refresh(wt: WorkTree, search: SearchPath, opts: RefreshOptions) -> RefreshResult:
-    session.finish_pending(wt, search)
+    finished = session.finish_pending(wt, search)
     recipe = session.tree_recipe(wt, search)
     edit = session.current_edit(wt)
     ledger = wt.ledger()
     if ledger.foreign:
         raise StateError(f"{wt.root} has {len(ledger.foreign)} commit(s) on top that lgpatch did not make",
                          hint="refresh captures uncommitted edits: `git reset --soft` your commits first")
-    if not wt.dirty_paths():
+    dirty = wt.dirty_paths()
+    if finished and not dirty:  # running refresh again after it was killed: finishing it was the whole job
+        return RefreshResult("finished", str(finished.get("step")), Path(str(finished.get("patch_file"))), [])
+    if not dirty:
         raise StateError(f"nothing to refresh: {wt.root} has no uncommitted edits",
                          hint="edit files in the tree first (`lgpatch edit [STEP]` puts it at a step)")
     snap = snapshot.take(wt, "refresh")
@@ -70,8 +73,8 @@ def refresh(wt: WorkTree, search: SearchPath, opts: RefreshOptions) -> RefreshRe
     writes: dict[Path, bytes | None] = {place.patch_path: patch, **place.writes}
     if session.edit_path(wt).exists():
         writes[session.edit_path(wt)] = None
-    writes[session.reapply_path(wt)] = json.dumps({"rescue": snap.ref, "step": place.step_key,
-                                                   "time": time.time()}).encode()
+    writes[session.reapply_path(wt)] = json.dumps({"rescue": snap.ref, "step": place.step_key, "time": time.time(),
+                                                   "patch_file": str(place.patch_path)}).encode()
     with txn.file_transaction(wt, writes, rescue=snap.ref):
         new_recipe = load_recipe(recipe.path, search)  # a file we wrote that does not load: all are put back
     result = RefreshResult(place.mode, place.step_key, place.patch_path, paths, notes=list(place.notes))

@@ -70,11 +70,13 @@ def reapply(wt: WorkTree, recipe: Recipe) -> ApplyReport:
     return apply_open(wt, recipe, opts)
 
 
-def finish_pending(wt: WorkTree, search: SearchPath) -> None:
-    """A refresh killed after writing the recipe files but before its re-apply finished: finish it now."""
+def finish_pending(wt: WorkTree, search: SearchPath) -> dict[str, Any] | None:
+    """A refresh killed after writing the recipe files but before its re-apply finished: finish it now.
+
+    Returns what the interrupted refresh recorded (step, patch_file, rescue), or None when there was none."""
     data = read_json(reapply_path(wt))
     if data is None:
-        return
+        return None
     rescue = str(data.get("rescue") or "")
     console.note(f"finishing the re-apply of an interrupted refresh (your edits: {rescue})")
     if wt.dirty_paths():
@@ -97,6 +99,7 @@ def finish_pending(wt: WorkTree, search: SearchPath) -> None:
     reapply_path(wt).unlink(missing_ok=True)
     if rescue:
         wt.git.run("update-ref", "-d", rescue, check=False)
+    return data
 
 
 def selected_plan(recipe: Recipe, params: dict[str, Any]) -> list[PlannedStep]:

@@ -38,7 +38,8 @@ def command(ctx: click.Context, workdir: Path, into: str | None, name: str | Non
                            "patch_file": str(result.patch_file), "paths": result.paths,
                            "reapplied": result.reapplied, "exact": result.exact, "at": where})
         return
-    verb = {"fold": "folded into", "after": "new step", "append": "new step"}[result.mode]
+    verb = {"fold": "folded into", "after": "new step", "append": "new step",
+            "finished": "finished the interrupted refresh of"}[result.mode]
     click.echo(f"{verb} {result.step}: {result.patch_file} ({len(result.paths)} file(s))")
     if len(result.reapplied) > 1:
         console.info(f"re-applied {len(result.reapplied)} step(s): {', '.join(result.reapplied)}")
