@@ -34,7 +34,9 @@ def take(wt: WorkTree, why: str) -> Snapshot:
     real = wt.root / ".git" / "index"
     try:
         if real.exists():
-            shutil.copyfile(real, index)
+            # copy2 keeps the index file's mtime: git's racy-entry check compares file mtimes against it, and a
+            # fresh mtime would make git trust the stat data of a file edited in the same second (same size).
+            shutil.copy2(real, index)
         env = {"GIT_INDEX_FILE": str(index)}
         wt.git.run("add", "--all", "--", ".", env=env)
         tree = wt.git.out("write-tree", env=env)

@@ -77,7 +77,7 @@ def _worktree_tree(wt: Path) -> str:
     import subprocess
 
     index = wt / ".git" / "test-index"
-    shutil.copyfile(wt / ".git" / "index", index)
+    shutil.copy2(wt / ".git" / "index", index)  # keeps the mtime git's racy check needs
     env = {**os.environ, "GIT_INDEX_FILE": str(index)}
     subprocess.run(["git", "add", "-A"], cwd=wt, env=env, check=True)
     tree = subprocess.run(["git", "write-tree"], cwd=wt, env=env, check=True, capture_output=True, text=True)
