@@ -68,8 +68,16 @@ def refresh(wt: WorkTree, search: SearchPath, opts: RefreshOptions) -> RefreshRe
             raise PatchError(f"refresh: binary file(s) cannot be a patch step: {', '.join(binary[:5])}",
                              hint="add binary files with a backport step; the tree was left as it was")
         raise StateError("nothing to refresh: the edits are only in ignored files")
-    place = _placement(wt, recipe, search, edit, snap.head, opts)
-    patch = snapshot.format_patch(wt, place.base, snap.tree, place.message)
+    try:
+        place = _placement(wt, recipe, search, edit, snap.head, opts)
+        patch = snapshot.format_patch(wt, place.base, snap.tree, place.message)
+    except BaseException:
+        snapshot.drop(wt, snap)  # nothing was written and the tree is untouched: no rescue needed
+        raise
+    pending = len(session.selected_plan(recipe, wt.state.params)) - len(ledger.applied)
+    if pending > 0 and edit is None:
+        place.notes.append(f"{pending} step(s) of the recipe are not applied in this tree; the new step goes after "
+                           "them, so they must apply first (`lgpatch edit STEP` to change an applied step)")
     writes: dict[Path, bytes | None] = {place.patch_path: patch, **place.writes}
     if session.edit_path(wt).exists():
         writes[session.edit_path(wt)] = None
@@ -157,6 +165,8 @@ def last_error_summary(wt: WorkTree) -> str | None:
     if not errors:
         return None
     first = errors[0]
-    where = f" ({first['file']}{':' + str(first['line']) if first.get('line') else ''})" if first.get("file") else ""
     message = " ".join(str(first.get("message", "")).split())[:100]
+    where = ""
+    if first.get("file") and str(first["file"]) not in message:
+        where = f" ({first['file']}{':' + str(first['line']) if first.get('line') else ''})"
     return f"Fix {first.get('category', 'build error')}: {message}{where}"
