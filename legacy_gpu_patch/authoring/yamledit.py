@@ -92,8 +92,9 @@ def replace_item(path: Path, text: str, index: int, item: str) -> str:
 
 
 def scalar(value: str) -> str:
-    """A YAML scalar for any string: plain when that is unambiguous, else double-quoted (JSON is valid YAML)."""
-    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9 ._/+-]*", value) and value.strip() == value and ": " not in value \
+    """A YAML scalar for any string: plain when that is unambiguous (starts with a letter, so never a number), else
+    double-quoted (a JSON string is a valid YAML double-quoted scalar)."""
+    if re.fullmatch(r"[A-Za-z][A-Za-z0-9 ._/+-]*", value) and value.strip() == value and ": " not in value \
             and value.lower() not in ("yes", "no", "true", "false", "on", "off", "null", "y", "n"):
         return value
     return json.dumps(value, ensure_ascii=False)
