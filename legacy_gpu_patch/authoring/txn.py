@@ -83,6 +83,8 @@ def file_transaction(wt: WorkTree, writes: dict[Path, bytes | None], **info: Any
 def restore(files: list[dict[str, Any]]) -> None:
     for entry in files:
         path = Path(entry["path"])
+        for stray in path.parent.glob(f".{path.name}.lgpatch-tmp-*"):  # a write killed before its rename
+            stray.unlink(missing_ok=True)
         backup = entry.get("backup")
         if backup and Path(backup).exists():
             write_atomic(path, Path(backup).read_bytes())
