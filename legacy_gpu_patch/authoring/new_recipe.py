@@ -21,7 +21,7 @@ from legacy_gpu_patch.authoring.txn import write_atomic
 from legacy_gpu_patch.config.recipe import NAME, SearchPath, load_recipe
 from legacy_gpu_patch.errors import ConfigError, SourceError
 from legacy_gpu_patch.gitutil import Git
-from legacy_gpu_patch.source import cache, mirrors
+from legacy_gpu_patch.source import cache, mirrors, sources
 
 PYPI = "https://pypi.org/simple"
 
@@ -106,5 +106,12 @@ def create(recipes_dir: Path, name: str, search: SearchPath, *, git: str | None 
     write_atomic(patchset_dir / "patchset.yaml",
                  yamledit.patchset_manifest(name, f"Hand edits of recipe {name}").encode())
     write_atomic(recipe_file, text.encode())
-    load_recipe(recipe_file, search)  # what we wrote must load (a bug here should not reach the user's apply)
+    try:
+        recipe = load_recipe(recipe_file, search)  # what we wrote must load: a bug here must not reach apply
+        if sdist:
+            sources.sdist_file(recipe, offline=True)  # the engine's own lookup finds the pinned file in the cache
+    except BaseException:
+        recipe_file.unlink(missing_ok=True)
+        (patchset_dir / "patchset.yaml").unlink(missing_ok=True)  # only what we wrote: the folder may hold more
+        raise
     return NewRecipe(recipe_file, patchset_dir, pin, source.strip().splitlines()[-1].strip())

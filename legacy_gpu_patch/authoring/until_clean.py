@@ -19,14 +19,14 @@ from legacy_gpu_patch.authoring import session, yamledit
 from legacy_gpu_patch.authoring.placement import check_writable
 from legacy_gpu_patch.authoring.txn import read_json, write_atomic
 from legacy_gpu_patch.config.recipe import Recipe, SearchPath, load_recipe
-from legacy_gpu_patch.errors import ConfigError, StateError
+from legacy_gpu_patch.errors import ConfigError
 from legacy_gpu_patch.ledger.worktree import WorkTree
 
 
 def require_tty() -> None:
     if not sys.stdin.isatty():
-        raise StateError("--until-clean is interactive (it asks before changing the recipe) and stdin is not a "
-                         "terminal", hint="run plain `lgpatch build` in scripts and CI")
+        raise click.UsageError("--until-clean is interactive (it asks before it changes the recipe) and stdin is "
+                               "not a terminal; run plain `lgpatch build` in scripts and CI")
 
 
 def addable_patchset(report: dict[str, Any], recipe: Recipe, search: SearchPath) -> tuple[str, dict[str, Any]] | None:

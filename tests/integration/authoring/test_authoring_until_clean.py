@@ -81,4 +81,5 @@ def test_until_clean_declined_changes_nothing(buildable: Project) -> None:
 
 def test_until_clean_refuses_without_a_terminal(buildable: Project) -> None:
     proc = run_cli_subprocess("--recipe-path", buildable.recipes, "build", "-C", buildable.wt, "--until-clean")
-    assert proc.returncode == 7 and "stdin is not a terminal" in proc.stderr
+    assert proc.returncode == 2 and "stdin is not a terminal" in proc.stderr  # a usage error
+    assert not (buildable.wt / ".git/lgpatch/build/report.json").exists()  # refused before building
