@@ -110,8 +110,12 @@ def count_matches(root: Path, git: Git, body: Any) -> int:
     pattern = _field(body, "pattern")
     source = rf"\b(?:{pattern})\b" if _field(body, "word", True) else pattern
     regex = re.compile(source.encode(), re.MULTILINE)
+    files = globs.select(git.ls_files(), _field(body, "files"), _field(body, "exclude", []) or [])
+    if re.escape(pattern) == pattern:  # a literal: git grep finds the few files holding it (as the regex step does)
+        holding = set(git.files_containing(pattern.encode()))
+        files = [rel for rel in files if rel in holding]
     total = 0
-    for rel in globs.select(git.ls_files(), _field(body, "files"), _field(body, "exclude", []) or []):
+    for rel in files:
         full = root / rel
         if full.is_symlink() or not full.is_file():
             continue

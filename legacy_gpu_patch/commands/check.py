@@ -56,7 +56,7 @@ def _print(report: object) -> None:
     width = max((len(s.step) for s in report.steps), default=10)
     for s in report.steps:
         extra = ""
-        if s.kind == "regex":
+        if s.kind == "regex" and s.status != "skipped":
             extra = f"  matches: {s.matches_then} then, {s.matches_now} now"
             if s.matches_then != s.matches_now:
                 extra += " (changed)"
