@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from legacy_gpu_patch import console
 from legacy_gpu_patch.authoring import session
 from legacy_gpu_patch.authoring.txn import write_atomic
 from legacy_gpu_patch.config.recipe import SearchPath
-from legacy_gpu_patch.errors import DirtyTreeError, StateError
+from legacy_gpu_patch.errors import DirtyTreeError, PatchError, StateError
 from legacy_gpu_patch.ledger.worktree import WorkTree
 
 
@@ -23,6 +24,7 @@ class EditResult:
     moved_from: str | None  # the commit the tree was at before (when edit moved it down)
     above: list[str]  # the steps taken off, re-applied by refresh
     applied: int  # steps `edit` had to apply first
+    pending: bool = False  # STEP does not apply: the tree is at the state before it
 
 
 def start_edit(wt: WorkTree, search: SearchPath, name: str | None) -> EditResult:
@@ -44,7 +46,16 @@ def start_edit(wt: WorkTree, search: SearchPath, name: str | None) -> EditResult
             raise DirtyTreeError(f"the tree is not at the recipe's current series and has {len(dirty)} edited "
                                  "path(s); applying under them could lose them",
                                  hint="`lgpatch refresh` them first, or `lgpatch apply --stash`")
-        applied = len(session.reapply(wt, recipe).applied)
+        try:
+            applied = len(session.reapply(wt, recipe).applied)
+        except PatchError as exc:
+            ledger = wt.ledger()
+            synced = session.in_sync_prefix(ledger.applied, plan)
+            if target is not None and synced == index == len(ledger.applied):
+                return _edit_pending(wt, target.step.key, target.step.kind, exc)  # STEP itself fails
+            if synced <= index:
+                raise  # a step before STEP fails: that one is to be edited first
+            console.warn(exc.message)  # a step above STEP fails; refresh re-applies it after the edit
         ledger = wt.ledger()
     head = wt.git.head()
     assert head is not None
@@ -67,3 +78,13 @@ def start_edit(wt: WorkTree, search: SearchPath, name: str | None) -> EditResult
         edit = session.Edit(target.step.key if target else None, head, None)
         write_atomic(session.edit_path(wt), session.edit_json(edit))
     return EditResult(edit.step, target.step.kind if target else None, moved_from, above, applied)
+
+
+def _edit_pending(wt: WorkTree, key: str, kind: str, failure: PatchError) -> EditResult:
+    """STEP itself does not apply to this tree (a new upstream version): edit the state before it, so that the
+    user makes its change by hand and refresh replaces the step by their patch."""
+    head = wt.git.head()
+    assert head is not None
+    write_atomic(session.edit_path(wt), session.edit_json(session.Edit(key, head, None, pending=True)))
+    console.warn(failure.message)
+    return EditResult(key, kind, None, [], 0, pending=True)

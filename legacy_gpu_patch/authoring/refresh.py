@@ -100,6 +100,14 @@ def _placement(wt: WorkTree, recipe: Recipe, search: SearchPath, edit: session.E
         if opts.fold and edited is None:
             raise StateError("--fold needs a step being edited", hint="`lgpatch edit STEP` first")
         return placement.append(recipe, search, opts.into, head, message, opts.name)
+    if edit is not None and edit.pending:
+        if opts.name or (edited.step.kind != "patch" and not opts.fold):
+            raise StateError(f"{edited.step.key} does not apply to this tree, so refresh replaces it by your edits"
+                             + ("" if opts.name else f" — and it is a {edited.step.kind} step, never rewritten "
+                                "without --fold"),
+                             hint="`lgpatch refresh --fold` replaces it by a patch step" if not opts.name else
+                             "leave out --name: the step keeps its id")
+        return placement.fold(edited, recipe, edit.commit, opts.message, opts.fold)
     if not opts.name and (edited.step.kind == "patch" or opts.fold):
         return placement.fold(edited, recipe, _parent_of(wt, edited.step.key), opts.message, opts.fold)
     return placement.after(edited, recipe, head, message, opts.name)

@@ -17,7 +17,7 @@ from typing import Any
 from legacy_gpu_patch import console
 from legacy_gpu_patch.authoring.txn import read_json
 from legacy_gpu_patch.config.recipe import Recipe, SearchPath, find_recipe, load_recipe
-from legacy_gpu_patch.errors import DirtyTreeError, StateError
+from legacy_gpu_patch.errors import DirtyTreeError, PatchError, StateError
 from legacy_gpu_patch.ledger.engine import ApplyOptions, ApplyReport, apply_open
 from legacy_gpu_patch.ledger.plan import PlannedStep, make_plan
 from legacy_gpu_patch.ledger.worktree import AppliedStep, WorkTree
@@ -30,6 +30,7 @@ class Edit:
     step: str | None  # the step key being edited; None: the end of the series
     commit: str  # HEAD when the edit started
     tail: str | None  # the commit that was HEAD before `edit` moved the tree down (None: not moved)
+    pending: bool = False  # STEP does not apply here: the tree is at the state *before* it, refresh replaces it
 
 
 def edit_path(wt: WorkTree) -> Path:
@@ -41,8 +42,8 @@ def reapply_path(wt: WorkTree) -> Path:
 
 
 def edit_json(edit: Edit) -> bytes:
-    return (json.dumps({"step": edit.step, "commit": edit.commit, "tail": edit.tail, "time": time.time()},
-                       indent=2) + "\n").encode()
+    return (json.dumps({"step": edit.step, "commit": edit.commit, "tail": edit.tail, "pending": edit.pending,
+                        "time": time.time()}, indent=2) + "\n").encode()
 
 
 def current_edit(wt: WorkTree) -> Edit | None:
@@ -54,7 +55,7 @@ def current_edit(wt: WorkTree) -> Edit | None:
         edit_path(wt).unlink(missing_ok=True)
         console.note("an earlier `lgpatch edit` no longer matches the tree (it was moved since); ignoring it")
         return None
-    return Edit(data.get("step"), str(data["commit"]), data.get("tail"))
+    return Edit(data.get("step"), str(data["commit"]), data.get("tail"), bool(data.get("pending")))
 
 
 def tree_recipe(wt: WorkTree, search: SearchPath) -> Recipe:
@@ -67,7 +68,20 @@ def tree_recipe(wt: WorkTree, search: SearchPath) -> Recipe:
 
 def reapply(wt: WorkTree, recipe: Recipe) -> ApplyReport:
     opts = ApplyOptions(workdir=wt.root, params=dict(wt.state.params), strict=False)
-    return apply_open(wt, recipe, opts)
+    try:
+        return apply_open(wt, recipe, opts)
+    except PatchError:
+        clear_rolled_back_step(wt)
+        raise
+
+
+def clear_rolled_back_step(wt: WorkTree) -> None:
+    """A step that failed cleanly was rolled back by the engine, but its journal entry stays (engine.apply_step);
+    the next command would take edits made since — the user's hand fix of that very step — for partial changes
+    of a killed step and stash them. The tree is at a step boundary: the entry is stale, drop it."""
+    data = read_json(wt.journal_path)
+    if data and data.get("op") == "step" and data.get("head") == wt.git.head() and not wt.dirty_paths():
+        wt.journal_path.unlink(missing_ok=True)
 
 
 def finish_pending(wt: WorkTree, search: SearchPath) -> dict[str, Any] | None:

@@ -32,6 +32,7 @@ def command(ctx: click.Context, step: str | None, workdir: Path, as_json: bool) 
         wt.release_lock()
     if as_json:
         console.emit_json({"workdir": str(wt.root), "step": result.step, "kind": result.kind, "at": where,
+                           "pending": result.pending,
                            "moved_from": result.moved_from, "above": result.above, "applied_first": result.applied})
         return
     if result.applied:
@@ -39,6 +40,11 @@ def command(ctx: click.Context, step: str | None, workdir: Path, as_json: bool) 
     if result.above:
         console.info(f"took {len(result.above)} step(s) off the top for now: {', '.join(result.above)}")
     target = result.step or "the end of the series"
+    if result.pending:
+        console.info(f"{result.step} does not apply here: the tree is at the state before it ({where}); make its "
+                     "change by hand, then `lgpatch refresh`" + (" --fold" if result.kind != "patch" else "")
+                     + f" replaces {result.step} by your edits")
+        return
     console.info(f"editing {target} in {wt.root} (at {where})")
     if result.step and result.kind == "patch":
         then = f"`lgpatch refresh` folds your edits into {result.step}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import MAIN_C, Project, tag_new_version
@@ -89,3 +90,29 @@ def test_check_of_the_pinned_version_is_all_exact(two_versions: Project) -> None
     code, out, _ = two_versions("check", "demo", "--ref", "v1.0", "--json")
     assert code == 0
     assert {s["status"] for s in json.loads(out)["steps"]} == {"exact"}
+
+
+def test_port_the_series_forward_editing_the_step_that_fails(two_versions: Project, tmp_path: Path) -> None:
+    """check says a step fails on v2.0; pinned to v2.0, `edit` of that step puts the tree before it, the change is
+    made by hand, refresh replaces the step, and the series then applies exactly."""
+    p = two_versions
+    v2 = tag_new_version(p.up, {"src/main.c": MAIN_C.replace("return 2; }", "return 2; } /* v2 */"),
+                                "README": "a small project\n"}, tag="v2.0")  # made on v1.1, README back
+    recipe = p.recipes / "demo.yaml"
+    recipe.write_text(recipe.read_text().replace('ref: "v1.0"', 'ref: "v2.0"')
+                      .replace(git(p.up, "rev-parse", "v1.0"), v2))
+    wt2 = tmp_path / "wt2"
+    code, _, err = p("apply", "demo", "-C", wt2)
+    assert code == ExitCode.PATCH and "port/main: hunk #1 of main.patch does not apply" in err
+    info = json.loads(p.ok("edit", "port/main", "-C", wt2, "--json"))
+    assert info["pending"] is True and info["at"] == "the pristine baseline"
+    main = wt2 / "src/main.c"
+    main.write_text(main.read_text().replace("return 2; } /* v2 */", "return 20; } /* v2 */"))
+    out = p.ok("refresh", "-C", wt2)
+    assert "folded into port/main" in out
+    assert "+int f2(void) { return 20; } /* v2 */" in (p.recipes / "patchsets/port/main.patch").read_text()
+    steps = git(wt2, "log", "--reverse", "--format=%(trailers:key=Lgpatch-Step,valueonly)").split()
+    assert steps == ["port/main", "port/readme", "port/rename", "port/banner"]
+    assert git(wt2, "status", "--porcelain") == ""
+    code, out, _ = p("check", "demo", "--ref", "v2.0", "--json")
+    assert code == 0 and {s["status"] for s in json.loads(out)["steps"]} == {"exact"}

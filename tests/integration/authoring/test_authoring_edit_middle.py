@@ -102,6 +102,10 @@ def test_a_later_step_that_no_longer_applies_stops_with_the_hunk_report(series: 
     assert git(series.wt, "status", "--porcelain") == ""
     rescue = git(series.wt, "for-each-ref", "--format=%(refname)", "refs/lgpatch/rescue")
     assert rescue and "return -10;" in git(series.wt, "show", f"{rescue}:src/main.c")
+    # the user now fixes things by hand: the next command must not take that for a killed step and stash it
+    series.edit_file("src/main.c", "return 11;", "return 111;")
+    _, _, err = series("status", "-C", series.wt)
+    assert "set aside" not in err and "return 111;" in (series.wt / "src/main.c").read_text()
 
 
 def test_a_declarative_step_edited_by_hand_gets_a_patch_step_after_it(series: Project) -> None:
