@@ -41,8 +41,8 @@ def command(ctx: click.Context, recipe: str, ref: str, source: Path | None, comm
     if report.failed:
         raise PatchError(f"{len(report.failed)} of {len(report.steps)} step(s) of {r.name} do not apply to {ref}: "
                          + ", ".join(s.step for s in report.failed),
-                         hint="`lgpatch apply` the recipe at the new version, then `lgpatch edit` / `lgpatch "
-                         "refresh` the failing steps")
+                         hint=f"to port: pin the recipe to {ref}, `lgpatch apply` it into a new work tree, then for "
+                         "each failing step `lgpatch edit STEP`, make its change by hand, `lgpatch refresh`")
 
 
 def _print(report: object) -> None:
