@@ -25,16 +25,16 @@ COMMANDS = {
     "status": ("status", "Show recipe, parameters and applied/pending steps of a work tree."),
     "revert": ("revert", "Return the work tree to its pristine baseline, exactly."),
     "export": ("export", "Write the applied steps as a git format-patch series plus a quilt series file."),
+    "new-recipe": ("new_recipe", "Write a new recipe pinning a git tag or sdist, with an empty patchset."),
+    "edit": ("edit", "Put the work tree at the state after a step, for editing by hand."),
+    "refresh": ("refresh", "Capture uncommitted edits as a patch step of the recipe (or fold into the edited one)."),
+    "check": ("check", "Check whether a recipe's series applies to another upstream version."),
     "cache": ("cache", "Manage the download and mirror cache (e.g. add files for offline use)."),
     "build": ("build", "Build a patched work tree, streaming and classifying errors."),
     "classify": ("classify", "Classify the errors in a build log from anywhere."),
     "doctor": ("doctor", "Check GPU, driver, toolkit and compilers; say what can build and run."),
     "jit-cache": ("jit_cache", "Inspect and configure the CUDA driver's PTX JIT cache."),
     "verify": ("verify", "Run a recipe's compile probes against patched and pristine trees."),
-    "new-recipe": ("new_recipe", "Write a new recipe pinning a git tag or sdist, with an empty patchset."),
-    "edit": ("edit", "Put the work tree at the state after a step, for editing by hand."),
-    "refresh": ("refresh", "Capture uncommitted edits as a patch step of the recipe (or fold into the edited one)."),
-    "check": ("check", "Check whether a recipe's series applies to another upstream version."),
 }
 
 
