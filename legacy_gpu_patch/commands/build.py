@@ -35,15 +35,23 @@ from legacy_gpu_patch.errors import ExitCode
 @click.option("--dry-run", is_flag=True, help="Print the resolved commands and variables; run nothing.")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="GREEN_LOG",
               help="Report only findings this passing build's log does not have.")
+@click.option("--until-clean", is_flag=True,
+              help="Interactive: when a known patchset not in the recipe fixes the error, offer to add it and rebuild.")
 @click.pass_context
 def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str | None, jobs: int | None,
             targets: tuple[str, ...], launcher: str | None, cc: str | None, cxx: str | None, python: str | None,
             log: Path | None, report_dir: Path | None, fmt: str, as_json: bool, quiet: bool, dry_run: bool,
-            baseline: Path | None = None) -> None:
+            baseline: Path | None = None, until_clean: bool = False) -> None:
     """Build the work tree with the recipe's build commands; classify errors live; write reports.
 
     Exit codes: 0 built, 9 a build command failed, 10 interrupted (Ctrl-C/SIGTERM; the report is still written).
     """
+    if until_clean:
+        from legacy_gpu_patch.authoring import until_clean as loop
+        from legacy_gpu_patch.commands._common import search_path
+
+        once = {**ctx.params, "until_clean": False}
+        sys.exit(loop.run(workdir, search_path(ctx), report_dir, lambda: _exit_code(ctx, once)))
     from legacy_gpu_patch.build.options import BuildRequest, resolve_options
     from legacy_gpu_patch.build.run import plan_commands, run_build
     from legacy_gpu_patch.build.runner import make_display
@@ -106,3 +114,12 @@ def _load_recipe(ctx: click.Context, wt: object) -> object:
     if state.recipe_file and Path(state.recipe_file).is_file():
         return load_recipe(Path(state.recipe_file), search)
     return find_recipe(state.recipe, search)
+
+
+def _exit_code(ctx: click.Context, params: dict[str, object]) -> int:
+    """One plain build (as without --until-clean); its exit code instead of the process exit."""
+    try:
+        ctx.invoke(command, **params)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0

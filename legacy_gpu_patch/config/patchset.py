@@ -107,7 +107,8 @@ PATCHSET_SCHEMA = Map(
         "description": Key(Str(), required=True),
         "mirrors": Key(Str(), default=""),  # the upstream change this patchset mirrors
         "when": Key(WHEN, default=None),
-        "steps": Key(ListOf(STEP_SCHEMA, min_items=1), required=True),
+        # may be empty: `lgpatch new-recipe` starts the recipe's own patchset with no steps
+        "steps": Key(ListOf(STEP_SCHEMA), required=True),
     },
     what="patchset mapping",
 )

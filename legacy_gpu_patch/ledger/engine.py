@@ -136,6 +136,11 @@ def _open_existing(recipe: Recipe, opts: ApplyOptions) -> WorkTree:
     return wt
 
 
+def apply_open(wt: WorkTree, recipe: Recipe, opts: ApplyOptions) -> ApplyReport:
+    """apply() on a tree the caller already holds open and locked (refresh re-applies the steps after an edit)."""
+    return _apply_in(wt, recipe, opts, ApplyReport(wt.root))
+
+
 def _source_description(recipe: Recipe) -> str:
     """Must match what sources.prepare_* record, so a changed pin is noticed on an existing tree."""
     src = recipe.source

@@ -192,7 +192,30 @@ class WorkTree:
             return []
         if not self._exclusive:
             self.acquire_lock()  # converts a shared lock in place, or refuses while another lgpatch holds it
+        hooked = self._run_repair_hook()
+        if hooked is not None:
+            return hooked
         return recovery.repair(self)
+
+    def _run_repair_hook(self) -> list[str] | None:
+        """An operation journaled by another package (authoring's refresh writes recipe files, not the tree) names
+        the function that knows how to undo it; None when the journal names none."""
+        try:
+            entry = json.loads(self.journal_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        hook = str(entry.get("repair_hook") or "") if isinstance(entry, dict) else ""
+        if not hook.startswith("legacy_gpu_patch."):
+            return None
+        import importlib
+
+        from legacy_gpu_patch.console import warn
+
+        module, _, func = hook.partition(":")
+        done: list[str] = getattr(importlib.import_module(module), func)(self, entry)
+        self.journal_path.unlink(missing_ok=True)
+        warn("; ".join(done))
+        return done
 
     def is_step_commit(self, commit: str | None, key: str | None) -> bool:
         if not commit or not key:

@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cuda", "classify", "source", "tools", "hetero"),
     ("ledger", "report"),
     ("build",),
-    ("ci",),
+    ("ci", "authoring"),
     ("commands", "cli", "__main__"),
 )
 LAYER = {node: i for i, names in enumerate(LAYERS) for node in names}
