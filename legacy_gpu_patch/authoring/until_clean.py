@@ -63,7 +63,7 @@ def add_patchset(root: Path, recipe: Recipe, search: SearchPath, name: str) -> R
 
 
 def run(root: Path, search: SearchPath, report_dir: Path | None, build_once: Callable[[], int]) -> int:
-    from legacy_gpu_patch.build.run import default_report_dir
+    from legacy_gpu_patch.build.options import default_report_dir
 
     require_tty()
     added: list[str] = []

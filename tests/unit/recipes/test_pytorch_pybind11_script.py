@@ -25,6 +25,10 @@ CAST_H = """        PyFrameObject *frame = trace->tb_frame;
         }
     }
 """
+ATTR_H = """#pragma once
+
+#include "cast.h"
+"""
 PYBIND11_H = """#if !defined(PYPY_VERSION)
     PyFrameObject *frame = PyThreadState_Get()->frame;
     if (frame && (std::string) str(frame->f_code->co_name) == name &&
@@ -44,6 +48,7 @@ def _pybind11(tmp_path: Path) -> Path:
     inc.mkdir(parents=True)
     (inc / "cast.h").write_text("// head\n" + CAST_H + "// tail\n")
     (inc / "pybind11.h").write_text("// head\n" + PYBIND11_H + "// tail\n")
+    (inc / "attr.h").write_text("/* licence */\n\n" + ATTR_H + "// function_record: std::uint16_t nargs;\n")
     return tmp_path / "pybind11"
 
 
@@ -55,14 +60,15 @@ def test_edits_once_and_is_idempotent(tmp_path: Path) -> None:
     script, root = _script(tmp_path), _pybind11(tmp_path)
     first = _run(script, root)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.count(": patched") == 2
+    assert first.stdout.count(": patched") == 3
     cast = (root / "include/pybind11/cast.h").read_text()
     assert "PyFrame_GetCode(frame)" in cast and "PyFrame_GetBack(frame)" in cast
     assert "#if PY_VERSION_HEX >= 0x03090000" in cast and cast.count("frame->f_code->co_filename") == 1  # old path kept
     overload = (root / "include/pybind11/pybind11.h").read_text()
     assert "#if !defined(PYPY_VERSION) && PY_VERSION_HEX < 0x030B0000" in overload
     again = _run(script, root)
-    assert again.returncode == 0 and again.stdout.count("already patched") == 2
+    assert again.returncode == 0 and again.stdout.count("already patched") == 3
+    assert "#include <cstdint>" in (root / "include/pybind11/attr.h").read_text()  # GCC 13
     assert (root / "include/pybind11/cast.h").read_text() == cast
 
 
