@@ -39,7 +39,7 @@ from legacy_gpu_patch.classify.classifier import Classifier
 from legacy_gpu_patch.config import conditions
 from legacy_gpu_patch.config.recipe import Recipe
 from legacy_gpu_patch.errors import ConfigError, ExitCode, ToolError
-from legacy_gpu_patch.report.reports import Artifact, PhaseResult, Report
+from legacy_gpu_patch.report.reports import Artifact, LogReport, PhaseResult
 
 LAUNCHERS = ("ccache", "sccache")
 
@@ -372,7 +372,7 @@ def find_wheels(root: Path, wheel_dir: str, since: float | None = None) -> list[
 
 @dataclass
 class BuildOutcome:
-    report: Report
+    report: LogReport
     exit_code: ExitCode
     failed: PhaseResult | None = None
     interrupted: bool = False
@@ -432,13 +432,13 @@ def run_build(options: BuildOptions, display: Display | None = None, classifier:
         status, code = "failed", ExitCode.BUILD
     else:
         status, code = "ok", ExitCode.OK
-    report = Report(
+    report = LogReport(
         kind="build",
         source=str(options.log_path),
         findings=findings,
         status=status,
         exit_code=int(code),
-        **Report.counts(classifier),
+        **LogReport.counts(classifier),
         phases=phases,
         wheels=wheels,
         started=started,

@@ -41,9 +41,9 @@ def collect_params(cuda: str | None, arch: str | None, python_version: str | Non
             raise ConfigError(f"--param {item!r}: expected NAME=VALUE")
         key, _, value = item.partition("=")
         given[key.strip()] = value.strip()
-    for key, value in (("cuda", cuda), ("arch", arch), ("python", python_version)):
-        if value is not None:
-            given[key] = value
+    for key, shorthand in (("cuda", cuda), ("arch", arch), ("python", python_version)):
+        if shorthand is not None:
+            given[key] = shorthand
     return given
 
 

@@ -15,8 +15,9 @@ from legacy_gpu_patch.ledger.worktree import WorkTree
 @click.command("revert")
 @workdir_option()
 @click.option("--stash", is_flag=True, help="Keep uncommitted edits in a git stash instead of refusing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
 @click.pass_context
-def command(ctx: click.Context, workdir: Path, stash: bool) -> None:
+def command(ctx: click.Context, workdir: Path, stash: bool, as_json: bool) -> None:
     """Return the work tree to its pristine baseline."""
     wt = WorkTree.open(workdir)
     try:
@@ -27,3 +28,6 @@ def command(ctx: click.Context, workdir: Path, stash: bool) -> None:
     for n in report.notes:
         console.note(n)
     console.info(f"{wt.root}: back at the pristine baseline {wt.baseline[:12]} (tree {tree[:12]})")
+    if as_json:
+        console.emit_json({"workdir": str(wt.root), "recipe": wt.state.recipe, "baseline": wt.baseline, "tree": tree,
+                           "stashed": report.stashed, "warnings": report.warnings, "notes": report.notes})

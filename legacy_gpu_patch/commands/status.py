@@ -38,7 +38,7 @@ def step_table(wt: WorkTree, ctx: click.Context) -> tuple[list[dict[str, Any]], 
         else:
             have = applied[selected_index] if selected_index < len(applied) else None
             same = have is not None and have.key == p.step.key and have.digest == p.digest
-            if same and in_sync:
+            if same and in_sync and have is not None:
                 row.update(state="applied", commit=have.commit)
             elif same:
                 row["state"] = "reapply"  # unchanged itself, but an earlier step changed: it goes again
@@ -73,7 +73,7 @@ def command(ctx: click.Context, workdir: Path, as_json: bool) -> None:
             "steps": rows, "dirty": dirty, "foreign_commits": list(ledger.foreign), "problem": problem,
         })
         return
-    out = console.console()
+    out = console.out()
     out.print(f"[bold]{wt.state.recipe}[/bold] in {wt.root}")
     out.print("parameters: " + ", ".join(f"{k}={v}" for k, v in wt.state.params.items()))
     out.print(f"source: {wt.state.source}")
