@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from legacy_gpu_patch import console
 from legacy_gpu_patch.config.recipe import Recipe, SearchPath, find_recipe
 from legacy_gpu_patch.errors import ConfigError
 
@@ -16,7 +17,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def search_path(ctx: click.Context) -> SearchPath:
     obj = ctx.find_root().obj or {}
-    return SearchPath.from_options(obj.get("recipe_path", ()))
+    search = SearchPath.from_options(obj.get("recipe_path", ()))
+    if not obj.get("search_shown"):  # -v: once per command, however often a command asks
+        obj["search_shown"] = True
+        console.detail("recipes from " + ", ".join(map(str, search.recipe_dirs)))
+        console.detail("patchsets from " + ", ".join(map(str, search.patchset_dirs)))
+    return search
 
 
 def load(ctx: click.Context, name: str) -> Recipe:
