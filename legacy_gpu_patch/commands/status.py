@@ -88,7 +88,8 @@ def command(ctx: click.Context, workdir: Path, as_json: bool) -> None:
     if ledger.foreign:
         console.warn(f"{len(ledger.foreign)} commit(s) on top not made by lgpatch")
     if dirty:
-        out.print(f"[yellow]dirty:[/yellow] {len(dirty)} uncommitted path(s): " + ", ".join(dirty[:5])
-                  + (" …" if len(dirty) > 5 else ""))
+        shown = dirty[:5] if out.is_terminal else dirty  # in a pipe: every path, nothing cut
+        out.print(f"[yellow]dirty:[/yellow] {len(dirty)} uncommitted path(s): " + ", ".join(shown)
+                  + (" …" if len(dirty) > len(shown) else ""))
     else:
         out.print("clean: no uncommitted edits")

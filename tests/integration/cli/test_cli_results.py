@@ -70,6 +70,11 @@ def test_status_result_on_stdout_warnings_on_stderr(lgpatch: Runner, recipes: Pa
     assert r.code == 0, r.err
     assert "applied  kernel-launch-check/define" in r.out and "clean: no uncommitted edits" in r.out
     assert "1 commit(s) on top not made by lgpatch" in r.err and "kernel-launch-check" not in r.err
+    for i in range(7):
+        (wt / f"mine-{i}.txt").write_text("x\n")
+    r = lgpatch("--recipe-path", recipes, "status", "-C", wt)
+    assert "dirty: 7 uncommitted path(s): " in r.out and all(f"mine-{i}.txt" in r.out for i in range(7))
+    assert "…" not in r.out  # not a terminal: every path, nothing cut
 
 
 def test_export_json_then_replaces_its_own_series(lgpatch: Runner, recipes: Path, tmp_path: Path) -> None:

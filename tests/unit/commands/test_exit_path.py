@@ -191,3 +191,23 @@ def test_classify_text_summary_is_the_result(lgpatch: Runner, tmp_path: Path) ->
     assert r.code == ExitCode.FINDINGS
     assert "removed-cusparse-api" in r.out and "removed-cusparse-api" not in r.err
     assert r.err.startswith("lgpatch: error findings: 1 error finding(s) in")
+
+
+def test_doctor_unfit_recipe_exits_12_from_doctor_error(lgpatch: Runner, tmp_path: Path) -> None:
+    # No machine of today has the CUDA 8.0 nvcc this recipe asks for.
+    (tmp_path / "old-cuda.yaml").write_text("""\
+name: old-cuda
+description: Wants a toolkit nobody has.
+source:
+  git: {url: "file:///nowhere", ref: v1.0, commit: 0123456789abcdef0123456789abcdef01234567}
+parameters:
+  cuda: {type: version, default: "8.0"}
+steps:
+  - id: note
+    insert: {file: NOTES, text: "x\\n", at: end}
+""")
+    r = lgpatch("--recipe-path", tmp_path, "doctor", "--recipe", "old-cuda")
+    assert r.code == ExitCode.DOCTOR, r.err
+    assert "this machine" in r.out and "cannot build or run it" in r.out  # the report: stdout
+    assert r.err.startswith("lgpatch: machine not suitable: this machine cannot build or run old-cuda: ")
+    assert "wants CUDA 8.0" in r.err
