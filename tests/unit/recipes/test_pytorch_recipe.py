@@ -21,7 +21,9 @@ LMS_SHA = "cef6859b0f9d7367240f097b89259759cca4ccf1e92c0a04e51cb1d31a868812"
 PATCHSETS = ["cudnn8-version-header", "cusparse-spmm", "cudnn8-get-algorithm", "cudnn9-rnn",
              "gpudefs-arch-bound", "kernel-launch-check",
              "gcc13-includes", "caffe2-api-rename", "cmake4-arch-list", "cuda12-removals",
-             "cuda12-nvtx3", "py312-distutils", "cuda13-removals", "cuda13-cxx17"]
+             "cuda12-nvtx3", "py312-distutils", "cuda13-removals", "cuda13-cxx17",
+             "py312-frame-api", "pybind11-py312", "numpy2-descr", "setup-configured-build", "torch-wheel-rpath",
+             "cudnn-tf32", "cudnn-tf32-on"]
 
 
 @pytest.fixture(scope="module")

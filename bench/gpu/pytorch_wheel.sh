@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# PyTorch 1.5.0 + LMS as a wheel on a GPU machine (CUDA 13, CMake 4, gcc 13, no network), then the checks.
+#
+#   bash bench/gpu/pytorch_wheel.sh            build (or resume), wheel, install, checks, then $EXTRA_CHECK
+#   bash bench/gpu/pytorch_wheel.sh status     progress only: objects done/total per phase, log tails
+#
+# Phases (each prints its time; a phase that is done is skipped when the script is called again on the same
+# machine, so a build longer than one session's command limit is a chain of calls; ninja resumes the tree):
+#   apply     the 11 submodules into lgpatch's mirror cache, `lgpatch apply pytorch-lms --offline` (re-applying
+#             rewinds to the first changed step when a patchset changed since the last call)
+#   configure `lgpatch build --target ATEN_CUDA_FILES_GEN_TARGET`: the recipe's configure + ATen's generator
+#   build     ninja -k 0 in build/ (the recipe's build folder, also setup.py's), JOBS jobs
+#   wheel     `lgpatch build`: the recipe's whole build section (configure again, nothing left to compile,
+#             setup.py bdist_wheel, wheel_check) -> dist/torch-1.5.0+lgpatch.cu130.sm90-cp312-*.whl
+#   install   pip install --no-deps --target $WORK/site: a fresh folder, first on PYTHONPATH of the checks
+#             only (the image's own torch stays as it is); site/nvidia links the image's CUDA 13 wheels, so the
+#             wheel's $ORIGIN/../../nvidia/... run paths resolve as in a normal site-packages
+#   checks    bench/gpu/pytorch_checks.py (import, correctness vs CPU, TF32 both ways, cuDNN RNN report),
+#             PyTorch's own tests from the patched tree (time-boxed), bench/gpu/lms_train.py, $EXTRA_CHECK
+#
+# Inputs, carried from the repository root (ignored; docs/recipes/pytorch-lms.md "The GPU command" says how):
+#   .carry/pytorch-lms/pt-shallow.tar, submodules.tar, pytorch_v1.5.0_large_model_support.patch, wheels/*.whl
+# Work folder: $PT_WORK (default .ptwork/ in the repository: ignored, kept by the machine between calls).
+# Results: $OUT (default $PT_WORK/out-final) gets summary.txt, checks.json, lms.txt and logs.tgz.
+set -uo pipefail
+
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+CARRY=${CARRY:-$REPO/.carry/pytorch-lms}
+WORK=${PT_WORK:-$REPO/.ptwork}
+FINAL=${OUT:-$WORK/out-final}
+FINAL_RUN=$WORK/out-final  # what the checks write; copied to $OUT by the call that reads them
+JOBS=${JOBS:-$(nproc)}
+PY=${PYTHON:-python3}
+TEST_BUDGET_S=${TEST_BUDGET_S:-150}
+LOGS=$WORK/logs
+mkdir -p "$LOGS" "$FINAL" "$FINAL_RUN" "$WORK/state"
+SUMMARY=$LOGS/summary.txt
+touch "$SUMMARY"
+T0=$(date +%s)
+say() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$SUMMARY"; }
+done_phase() { [ -f "$WORK/state/$1" ]; }
+mark() { echo "$(( $(date +%s) - $2 ))" > "$WORK/state/$1"; say "phase $1: done in $(cat "$WORK/state/$1") s"; }
+WT=$WORK/wt
+B=$WT/build
+
+progress() {  # objects done/total: C/C++ and CUDA, from build.ninja and the objects on disk
+  [ -f "$B/build.ninja" ] || { say "progress: not configured yet"; return; }
+  local tc tu dc du
+  tc=$(grep -c -E '^build [^:]*\.(cpp|cc|c)\.o:' "$B/build.ninja"); tu=$(grep -c -E '^build [^:]*\.cu\.o:' "$B/build.ninja")
+  dc=$(find "$B" -name '*.cpp.o' -o -name '*.cc.o' -o -name '*.c.o' | wc -l); du=$(find "$B" -name '*.cu.o' | wc -l)
+  say "progress: C/C++ objects $dc/$tc, CUDA objects $du/$tu, libraries: $(ls "$B"/lib/*.so 2>/dev/null | xargs -rn1 basename | tr '\n' ' ')"
+  say "progress: failed so far: $(cat "$LOGS"/build-*.log 2>/dev/null | grep -c '^FAILED'); wheel: $(ls "$WT"/dist/*.whl 2>/dev/null | xargs -rn1 basename)"
+}
+finish() {  # everything that comes back: at most 8 files (summary, logs archive, checks, lms, run paths)
+  progress
+  cp "$SUMMARY" "$FINAL_RUN/summary.txt"
+  tar -C "$WORK" -czf "$FINAL_RUN/logs.tgz" logs 2>/dev/null
+  [ "$FINAL" = "$FINAL_RUN" ] || cp "$FINAL_RUN"/* "$FINAL"/ 2>/dev/null
+  exit "${1:-0}"
+}
+if [ "${1:-}" = status ] || [ "${1:-}" = wait ]; then
+  # wait [SECONDS]: until the pipeline (started detached by an earlier call) has finished, or SECONDS passed
+  end=$(( $(date +%s) + ${2:-0} ))
+  while [ "${1:-}" = wait ] && [ ! -f "$WORK/state/all" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 10; done
+  say "status: $([ -f "$WORK/state/all" ] && echo 'pipeline finished' || echo 'pipeline running'); $(ls "$WORK/state" | tr '\n' ' ')"
+  tail -2 "$(ls -t "$LOGS"/build-*.log 2>/dev/null | head -1)" 2>/dev/null | cut -c1-300
+  finish
+fi
+rm -f "$WORK/state/all"
+trap 'touch "$WORK/state/all"' EXIT
+
+{ date -u +%FT%TZ; nproc; free -g | head -2; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nvcc --version | tail -1; cmake --version | head -1; gcc --version | head -1; ninja --version; "$PY" --version
+  "$PY" -c 'import numpy, setuptools; print("numpy", numpy.__version__, "setuptools", setuptools.__version__)'
+} > "$LOGS/env.txt" 2>&1
+
+DEPS=$WORK/pydeps
+if ! "$PY" -c "import git, unidiff, platformdirs" 2>/dev/null && [ ! -d "$DEPS" ]; then
+  "$PY" -m pip install -q --no-index --find-links "$CARRY/wheels" --target "$DEPS" \
+    GitPython gitdb smmap unidiff platformdirs > "$LOGS/pip.txt" 2>&1 || say "pip install of carried wheels failed"
+fi
+export PYTHONPATH=$REPO:$DEPS${PYTHONPATH:+:$PYTHONPATH}
+export LGPATCH_CACHE=$WORK/cache CMAKE_GENERATOR=Ninja
+LG() { "$PY" -m legacy_gpu_patch "$@"; }
+SITE_PACKAGES=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+
+# ---- apply --------------------------------------------------------------------------------------------------------
+t=$(date +%s)
+if [ ! -d "$WT/.git" ]; then
+  rm -rf "$WORK/pt-shallow" "$WORK/submirrors"
+  tar -C "$WORK" -xf "$CARRY/pt-shallow.tar" && tar -C "$WORK" -xf "$CARRY/submodules.tar"
+  LG cache add "$CARRY/pytorch_v1.5.0_large_model_support.patch" > "$LOGS/cache-add.txt" 2>&1
+  while read -r url dir; do
+    LG cache add-mirror "$url" "$WORK/submirrors/$dir" >> "$LOGS/cache-add.txt" 2>&1 || say "add-mirror $url failed"
+  done < "$WORK/submirrors/urls.txt"
+fi
+LG apply pytorch-lms --cuda 13.0 --arch sm_90 --strict --offline --source "$WORK/pt-shallow" --workdir "$WT" \
+  > "$LOGS/apply.txt" 2>&1
+rc=$?
+say "apply: rc=$rc; $(tail -2 "$LOGS/apply.txt" | head -1 | cut -c1-200)"
+[ $rc = 0 ] || finish 1
+mark apply "$t"
+
+# ---- configure ----------------------------------------------------------------------------------------------------
+if ! done_phase configure; then
+  t=$(date +%s)
+  LG build --workdir "$WT" --arch sm_90 --jobs "$JOBS" --target ATEN_CUDA_FILES_GEN_TARGET \
+    --log "$LOGS/configure.log" --report-dir "$LOGS/configure-report" -q > "$LOGS/configure.txt" 2>&1
+  rc=$?
+  say "configure: rc=$rc; $(grep -m1 'Found cuDNN' "$LOGS/configure.log"); $(grep -c 'CMake Error' "$LOGS/configure.log") CMake errors"
+  [ $rc = 0 ] || finish 1
+  mark configure "$t"
+fi
+
+# ---- build --------------------------------------------------------------------------------------------------------
+# CPATH as the recipe's build env sets it (lgpatch build does this itself; ninja run directly needs it here).
+export CPATH=$SITE_PACKAGES/nvidia/cu13/include:$SITE_PACKAGES/nvidia/cudnn/include
+if ! done_phase build; then
+  t=$(date +%s)
+  n=$(ls "$LOGS"/build-*.log 2>/dev/null | wc -l); LOG=$LOGS/build-$((n + 1)).log
+  progress
+  (cd "$B" && ninja -k 0 -j "$JOBS") > "$LOG" 2>&1
+  rc=$?
+  say "build: ninja -k 0 -j $JOBS rc=$rc in $(( $(date +%s) - t )) s; FAILED: $(grep -c '^FAILED' "$LOG")"
+  grep '^FAILED' "$LOG" | cut -c1-240 > "$LOGS/failed.txt"
+  if [ $rc != 0 ]; then
+    LG classify "$LOG" > "$LOGS/build.classify.txt" 2>&1
+    say "classify: $(head -c 1200 "$LOGS/build.classify.txt" | tr -s ' \n' ' ')"
+    finish 1
+  fi
+  mark build "$t"
+fi
+
+# ---- wheel --------------------------------------------------------------------------------------------------------
+if ! done_phase wheel; then
+  t=$(date +%s)
+  LG build --workdir "$WT" --arch sm_90 --jobs "$JOBS" --log "$LOGS/wheel.log" --report-dir "$LOGS/wheel-report" -q \
+    > "$LOGS/wheel.txt" 2>&1
+  rc=$?
+  say "wheel: lgpatch build rc=$rc; $(ls "$WT"/dist/*.whl 2>/dev/null | xargs -rn1 basename) $(du -h "$WT"/dist/*.whl 2>/dev/null | cut -f1)"
+  [ $rc = 0 ] || { LG classify "$LOGS/wheel.log" > "$LOGS/wheel.classify.txt" 2>&1; finish 1; }
+  mark wheel "$t"
+fi
+
+# ---- install ------------------------------------------------------------------------------------------------------
+SITE=$WORK/site
+if ! done_phase install; then
+  t=$(date +%s)
+  rm -rf "$SITE"
+  "$PY" -m pip install -q --no-deps --no-index --target "$SITE" "$WT"/dist/torch-*.whl > "$LOGS/install.txt" 2>&1 \
+    || { say "install failed: $(tail -3 "$LOGS/install.txt")"; finish 1; }
+  ln -s "$SITE_PACKAGES/nvidia" "$SITE/nvidia"
+  for f in "$SITE"/torch/lib/*.so* "$SITE"/torch/_C*.so; do
+    echo "$(basename "$f"): $(readelf -d "$f" | grep -E 'RUNPATH|RPATH' | sed 's/.*\[\(.*\)\]/\1/')"
+  done > "$LOGS/runpaths.txt"
+  cp "$LOGS/runpaths.txt" "$FINAL_RUN/"
+  mark install "$t"
+fi
+
+# ---- checks -------------------------------------------------------------------------------------------------------
+export PYTHONPATH=$SITE PYTHONUNBUFFERED=1
+cd "$WORK"  # not the source tree: `import torch` must find the wheel
+t=$(date +%s)
+"$PY" "$REPO/bench/gpu/pytorch_checks.py" --json "$FINAL_RUN/checks.json" > "$LOGS/checks.txt" 2>&1
+say "checks: rc=$? ($(grep -c ' ok$' "$LOGS/checks.txt") ok, $(grep -c ' FAIL' "$LOGS/checks.txt") FAIL)"
+LGPATCH_CUDNN_TF32=1 "$PY" "$REPO/bench/gpu/pytorch_checks.py" --only tf32 --json "$FINAL_RUN/checks-tf32on.json" \
+  > "$LOGS/checks-tf32on.txt" 2>&1
+say "checks with LGPATCH_CUDNN_TF32=1: rc=$?"
+"$PY" "$REPO/bench/gpu/lms_train.py" --modern-python "$PY" > "$LOGS/lms.txt" 2>&1
+say "lms_train: rc=$? $(grep -E '^(verdict|LMS)' "$LOGS/lms.txt" | tr '\n' ' ' | cut -c1-300)"
+cp "$LOGS/lms.txt" "$FINAL_RUN/lms.txt"
+cd "$WT/test"  # PyTorch's own tests from the patched tree, against the installed wheel, each time-boxed
+own_tests() {  # own_tests NAME FILE [-k EXPR]; -v: one line per test, countable when the time box stops it
+  local name=$1 file=$2 log=$LOGS/tests-$name.txt; shift 2
+  timeout -k 10 "$TEST_BUDGET_S" "$PY" -m pytest -v -p no:cacheprovider -o addopts="" -rfE "$@" "$file" > "$log" 2>&1
+  local rc=$?
+  say "tests $name ($file $*): rc=$rc (124 = stopped at ${TEST_BUDGET_S} s): $(grep -c ' PASSED' "$log") passed, $(grep -c ' FAILED' "$log") failed, $(grep -c ' SKIPPED' "$log") skipped, $(grep -c ' ERROR' "$log") errors; $(grep -E '^=+ .*(passed|failed)' "$log" | tail -1)"
+}
+own_tests lms test_cuda.py -k test_large_model_support
+own_tests cuda test_cuda.py
+own_tests nn test_nn.py -k "conv or lstm or batchnorm"
+cd "$WORK"
+if [ -n "${EXTRA_CHECK:-}" ]; then
+  bash -c "$EXTRA_CHECK" > "$LOGS/extra.txt" 2>&1
+  say "EXTRA_CHECK: rc=$?"
+fi
+say "checks took $(( $(date +%s) - t )) s; whole call $(( $(date +%s) - T0 )) s"
+finish 0
