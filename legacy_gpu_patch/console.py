@@ -114,9 +114,10 @@ def detail(message: str) -> None:
 def warn(message: str) -> None:
     console().print(f"[yellow]warning:[/yellow] {message}")
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        # GitHub shows these as annotations on the run; escape per the workflow-command rules.
+        # GitHub shows these as annotations on the run; escape per the workflow-command rules. stderr: the runner
+        # reads workflow commands from both streams, and stdout stays for results (`--json | jq` keeps working).
         text = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        sys.stdout.write(f"::warning::{text}\n")
+        sys.stderr.write(f"::warning::{text}\n")
 
 
 def emit_json(data: Any) -> None:

@@ -211,3 +211,13 @@ steps:
     assert "this machine" in r.out and "cannot build or run it" in r.out  # the report: stdout
     assert r.err.startswith("lgpatch: machine not suitable: this machine cannot build or run old-cuda: ")
     assert "wants CUDA 8.0" in r.err
+
+
+def test_github_warning_annotation_keeps_stdout_clean(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    console.emit_json({"ok": True})
+    console.warn("50% done\nnext")
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"ok": True}
+    assert "::warning::50%25 done%0Anext\n" in err
