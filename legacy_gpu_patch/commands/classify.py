@@ -46,10 +46,10 @@ def _open(log: str) -> tuple[BinaryIO, str, BinaryIO | None]:
     if log == "-":
         return sys.stdin.buffer, "-", None
     path = Path(log)
-    if path.is_dir():
-        raise click.BadParameter(f"{log}: is a directory, not a log file", param_hint="LOG")
-    try:
+    try:  # no is_file() check first: a FIFO or /dev/fd/N is not a regular file and is read all the same
         raw = open(path, "rb")  # noqa: SIM115 - closed by the caller once the log is read
+    except IsADirectoryError:
+        raise click.BadParameter(f"{log}: is a directory, not a log file", param_hint="LOG") from None
     except FileNotFoundError:
         raise click.BadParameter(f"{log}: no such file", param_hint="LOG") from None
     except OSError as exc:
