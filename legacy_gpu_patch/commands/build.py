@@ -95,5 +95,4 @@ def _raise_for(outcome: BuildOutcome, report_dir: Path) -> None:
                                hint="report.json and the build log there show how far it got")
     if outcome.exit_code == ExitCode.BUILD:
         what = f"{outcome.failed.name}: {outcome.failed.reason}" if outcome.failed else "a build command failed"
-        raise BuildError(what, hint=f"the findings above are ranked, first root cause first; {report_dir}/report.json "
-                                    "has them all")
+        raise BuildError(what, hint=f"{report_dir}/report.json has the classified findings, first root cause first")
