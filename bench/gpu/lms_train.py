@@ -147,14 +147,24 @@ def lms_runs(args: argparse.Namespace) -> dict:
     bw = bandwidth()
     base = train(args)
     working_set = base["peak_allocated"]
-    limit = int(working_set / args.ratio)
-    torch.cuda.empty_cache()
-    torch.cuda.set_enabled_lms(True)
-    torch.cuda.set_limit_lms(limit)
-    lms = train(args)
-    torch.cuda.set_enabled_lms(False)
+    tried = []
+    for ratio in (args.ratio, 4.0):  # a limit below what one layer's backward holds at once may not be reachable
+        limit = int(working_set / ratio)
+        torch.cuda.empty_cache()
+        torch.cuda.set_enabled_lms(True)
+        torch.cuda.set_limit_lms(limit)
+        try:
+            lms = train(args)
+            break
+        except RuntimeError as exc:
+            tried.append(f"limit {limit} (working set / {ratio}): {str(exc).splitlines()[0][:200]}")
+            lms = None
+        finally:
+            torch.cuda.set_enabled_lms(False)
+    if lms is None:
+        raise SystemExit("LMS run failed at every limit: " + "; ".join(tried))
     return {"torch": torch.__version__, "bandwidth": bw, "no_lms": base, "lms": lms, "limit": limit,
-            "working_set": working_set}
+            "working_set": working_set, "failed_limits": tried}
 
 
 def median(xs: list) -> float:

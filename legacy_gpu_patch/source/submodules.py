@@ -90,9 +90,23 @@ def select(available: list[Submodule], wanted: bool | list[str], where: str) -> 
 
 def mirror_with(sub: Submodule, offline: bool) -> Path:
     """The cache mirror of the submodule's URL, holding its pinned commit (cloned or fetched when online)."""
-    mirror = mirrors.mirror_holding(sub.url, sub.commit, offline, f"submodule {sub.path}")
+    try:
+        mirror = mirrors.mirror_holding(sub.url, sub.commit, offline, f"submodule {sub.path}")
+    except SourceError as exc:
+        raise missing_submodule(sub, offline, exc) from None
     _pin_ref(Git(mirror), sub.commit)
     return mirror
+
+
+def missing_submodule(sub: Submodule, offline: bool, cause: SourceError) -> SourceError:
+    """What to do when a submodule is neither in the cache nor reachable. `--source` replaces the superproject
+    only, so the clone/fetch error's own hint ("pass --source PATH") would not help here."""
+    why = "--offline was given" if offline else f"it could not be cloned or updated ({cause.message[-300:]})"
+    return SourceError(
+        f"submodule {sub.path} ({sub.url} at commit {sub.commit}) is not in the cache and {why}",
+        hint=f"clone {sub.url} on a machine with network and run `lgpatch cache add-mirror {sub.url} CLONE` "
+        "here, or re-run with --no-submodules (the tree then has no submodules; a build that needs them fails)",
+    )
 
 
 def _pin_ref(store: Git, commit: str) -> None:

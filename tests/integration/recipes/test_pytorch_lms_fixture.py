@@ -322,7 +322,8 @@ def test_fixture_has_the_seed_shapes() -> None:
     assert "cudnn.h CUDNN_HEADER_CONTENTS" in files["cmake/public/cuda.cmake"]
 
 
-@pytest.mark.parametrize("cuda, arch, skipped", [("11.1", "sm_86", 10), ("13.0", "sm_90", 0)])
+# skipped: cudnn-tf32-on (tf32 defaults to false), plus the CUDA >= 12/13 steps for 11.1
+@pytest.mark.parametrize("cuda, arch, skipped", [("11.1", "sm_86", 13), ("13.0", "sm_90", 1)])
 def test_apply_strict_then_revert(torch_fixture, tmp_path: Path, lgpatch, cuda: str, arch: str,
                                   skipped: int) -> None:
     up, recipe = torch_fixture
@@ -339,6 +340,20 @@ def test_apply_strict_then_revert(torch_fixture, tmp_path: Path, lgpatch, cuda: 
     assert ("-std=c++17" in (wt / "cmake/public/cuda.cmake").read_text()) == (cuda == "13.0")
     assert ("thrust::identity" in (wt / "aten/src/THC/generic/THCTensorMathReduce.cu").read_text()) == (cuda == "11.1")
     assert ("nvtx3/nvToolsExt.h" in (wt / "torch/csrc/cuda/shared/nvtx.cpp").read_text()) == (cuda == "13.0")
+    # The wheel and Python 3.12 / NumPy 2 steps, on every CUDA; CCCL 3 fixes for caffe2 only with CUDA 13.
+    assert "PyFrame_GetCode" in (wt / "torch/csrc/jit/python/python_tracer.cpp").read_text()
+    assert "PY_VERSION_HEX < 0x030B0000" in (wt / "tools/lgpatch/pybind11_py312.py").read_text()
+    assert "PyDataType_ELSIZE(descr)" in (wt / "torch/csrc/utils/tensor_numpy.cpp").read_text()
+    assert "build\", \"CMakeCache.txt\"" in (wt / "setup.py").read_text()
+    assert "LGPATCH_WHEEL_RPATH" in (wt / "cmake/Dependencies.cmake").read_text()
+    descriptors = (wt / "aten/src/ATen/cudnn/Descriptors.h").read_text()
+    assert "#define LGPATCH_CUDNN_TF32_DEFAULT 0" in descriptors and "CUDNN_FMA_MATH" in descriptors
+    assert (wt / "aten/src/ATen/native/cudnn/Conv.cpp").read_text().count("lgpatch_float_conv_math_of(args);") == 3
+    assert "TORCH_WARN_ONCE" in (wt / "aten/src/ATen/native/RNN.cpp").read_text()
+    assert "def rnn_available():" in (wt / "torch/backends/cudnn/__init__.py").read_text()
+    assert "defined(__CUDACC__)" in (wt / "c10/util/TypeIndex.h").read_text()
+    assert (wt / "caffe2/utils/cub_compat.cuh").is_file() == (cuda == "13.0")
+    assert ("cub::Sum" in (wt / "caffe2/utils/math/reduce.cu").read_text()) == (cuda == "11.1")
     # Applying again changes nothing (the inserts are idempotent, the ledger knows the rest).
     head = git(wt, "rev-parse", "HEAD")
     again = _apply(lgpatch, recipe, up, wt, cuda, arch)
@@ -398,3 +413,15 @@ def test_verify_reports_a_wrong_outcome(torch_fixture, tmp_path: Path, lgpatch) 
     # The pristine checkout is gone again.
     assert "pristine" not in git(wt, "worktree", "list")
 
+
+
+def test_tf32_parameter_selects_the_default_on_step(torch_fixture, tmp_path: Path, lgpatch) -> None:
+    up, recipe = torch_fixture
+    wt = tmp_path / "wt-tf32"
+    res = lgpatch("apply", recipe, "--cuda", "13.0", "--arch", "sm_90", "-p", "tf32=true", "--strict", "--offline",
+                  "--no-submodules", "--source", up.path, "--workdir", wt)
+    assert res.code == 0, res.err
+    assert "cudnn-tf32-on/default-on" in res.err and "0 skipped by conditions" in res.err
+    descriptors = (wt / "aten/src/ATen/cudnn/Descriptors.h").read_text()
+    assert "#define LGPATCH_CUDNN_TF32_DEFAULT 1" in descriptors
+    assert 'getenv("LGPATCH_CUDNN_TF32")' in descriptors  # the run-time switch stays either way

@@ -150,3 +150,23 @@ def test_recipe_schema_rejects_bad_submodule_lists(lgpatch: Runner, tmp_path: Pa
     recipe = _recipe(tmp_path, top, "maybe")
     r = lgpatch("--recipe-path", recipe.parent, "show", "demo")
     assert r.code != 0 and "submodules" in r.err
+
+
+@pytest.mark.parametrize("offline", [True, False])
+def test_missing_submodule_with_source_says_both_ways_out(lgpatch: Runner, tmp_path: Path, offline: bool) -> None:
+    """--source gives the superproject only: the message names the submodule (path, URL, commit), the two ways
+    out (cache add-mirror, --no-submodules), never "pass --source", and no work tree is left half made."""
+    top, pins = _superproject(tmp_path)
+    recipe = _recipe(tmp_path, top, "[third_party/a, third_party/b]")
+    assert lgpatch("cache", "add-mirror", f"{UNREACHABLE}/a.git", tmp_path / "src-a").code == 0  # b not cached
+    work = tmp_path / "work"
+    args = ["--recipe-path", recipe.parent, "apply", "demo", "-C", work, "--source", top]
+    r = lgpatch(*args, *(["--offline"] if offline else []))
+    assert r.code != 0
+    for needed in ("third_party/b", f"{UNREACHABLE}/b.git", pins["b"], f"cache add-mirror {UNREACHABLE}/b.git",
+                   "--no-submodules"):
+        assert needed in r.err, (needed, r.err)
+    assert "pass --source" not in r.err
+    assert not work.exists()
+    r = lgpatch(*args, "--no-submodules", *(["--offline"] if offline else []))
+    assert r.code == 0, r.err  # the way out it names works

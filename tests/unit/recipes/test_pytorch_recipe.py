@@ -23,7 +23,7 @@ PATCHSETS = ["cudnn8-version-header", "cusparse-spmm", "cudnn8-get-algorithm", "
              "gcc13-includes", "caffe2-api-rename", "cmake4-arch-list", "cuda12-removals",
              "cuda12-nvtx3", "py312-distutils", "cuda13-removals", "cuda13-cxx17",
              "py312-frame-api", "pybind11-py312", "numpy2-descr", "setup-configured-build", "torch-wheel-rpath",
-             "cudnn-tf32", "cudnn-tf32-on"]
+             "cudnn-tf32", "cudnn-tf32-on", "typeindex-nvcc", "caffe2-cccl3"]
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +77,29 @@ def test_cuda_11_and_13_get_what_they_need(recipe) -> None:
     # CUDA 12.x: the removals yes, C++17 for CCCL 3 not yet.
     cu12 = _selected(recipe, cuda="12.4", arch="sm_90")
     assert "cuda12-removals/profiler-initialize" in cu12 and "cuda13-cxx17/nvcc-cxx17" not in cu12
+
+
+def test_tf32_parameter_defaults_off(recipe) -> None:
+    assert recipe.params["tf32"].default is False
+    off = _selected(recipe, cuda="13.0", arch="sm_90")
+    on = _selected(recipe, cuda="13.0", arch="sm_90", tf32="true")
+    assert "cudnn-tf32/fp32-math-type" in off and "cudnn-tf32-on/default-on" not in off
+    assert set(on) - set(off) == {"cudnn-tf32-on/default-on"}
+    assert "caffe2-cccl3/cub-functors" in off and "caffe2-cccl3/cub-functors" not in _selected(recipe, cuda="12.4")
+
+
+def test_build_makes_a_wheel_with_portable_run_paths(recipe) -> None:
+    commands = {c["name"]: c for c in recipe.build["commands"]}
+    configure = commands["configure"]["argv"]
+    assert configure[:5] == ["cmake", "-S", ".", "-B", "build"]  # setup.py's build folder: bdist_wheel reuses it
+    assert "-DCMAKE_INSTALL_PREFIX=${workdir}/torch" in configure
+    assert "-DLGPATCH_WHEEL_RPATH=$$ORIGIN/../../nvidia/cu13/lib;$$ORIGIN/../../nvidia/cudnn/lib" in configure
+    assert "-DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON" in configure
+    names = list(commands)
+    assert names.index("pybind11-py312") < names.index("configure") < names.index("build") < names.index("wheel")
+    assert "setup.py bdist_wheel -d dist" in commands["wheel"]["argv"][2]
+    assert "1.5.0+lgpatch.cu${cuda//./}.${arch//_/}" in commands["wheel"]["argv"][2]
+    assert "--forbid-runpath-under" in commands["check-wheel"]["argv"][2]
 
 
 def test_every_patchset_has_readme_mirrors_and_our_own_patches(recipe) -> None:
