@@ -2,19 +2,25 @@
 
 Commands are imported lazily so that `lgpatch status` does not pay for rich, GitPython or the classifier it does not
 use; start-up time matters because CI jobs and the fault-injection tests call lgpatch many times.
+
+`run` is the one exit path: commands raise the classes of errors.py and `run` prints them (one paragraph on stderr)
+and returns their exit code; a reader that closes the pipe early (`lgpatch list | head -1`) ends it quietly with 0.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import select
 import sys
+import time
 import traceback
 from typing import Any
 
 import click
 
-from legacy_gpu_patch import __version__
+from legacy_gpu_patch import __version__, console
+from legacy_gpu_patch.console import ClosedOutput
 from legacy_gpu_patch.errors import ExitCode, LgpatchError
 
 # command name → (module in legacy_gpu_patch.commands defining `command`, one-line help shown by --help)
@@ -66,10 +72,68 @@ class LazyGroup(click.Group):
             ctx.fail(f"no such command {name!r}{did_you_mean(name, COMMANDS)}")
         return super().resolve_command(ctx, args)
 
+    # click answers an EPIPE OSError with exit status 1 by itself; a closed reader must reach `run` instead.
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError as exc:
+            raise _closed_or_bug(exc) from exc
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise _closed_or_bug(exc) from exc
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        """Standalone (click's CliRunner, `python -m`) goes through `run` too: one mapping of errors to codes."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        sys.exit(run(self, args, prog_name=prog_name or "lgpatch"))
+
+
+class PipeFailure(Exception):
+    """A BrokenPipeError that is not about our own output (a child's stdin, a socket): a bug, reported as such."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+def _reader_gone(stream: Any) -> bool:
+    """Whether `stream` is a pipe or socket whose reader has closed it (poll reports POLLERR on the write end)."""
+    try:
+        fd = stream.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # captured in-process (tests) or already closed
+        return False
+
+
+def _closed_or_bug(exc: BrokenPipeError) -> Exception:
+    if _reader_gone(sys.stdout) or _reader_gone(sys.stderr):
+        return ClosedOutput()
+    return PipeFailure(exc)
+
+
+def _silence_closed_outputs() -> None:
+    """Point the closed stream(s) at /dev/null so that Python's own flush at exit does not print
+    'Exception ignored ... BrokenPipeError' (the recipe of the signal module's "Note on SIGPIPE")."""
+    for stream in (sys.stdout, sys.stderr):
+        if _reader_gone(stream):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="lgpatch")
 @click.option("--debug", is_flag=True, envvar="LGPATCH_DEBUG", help="Show tracebacks for errors.")
+@click.option("--quiet", "-q", is_flag=True, help="Only results (stdout), warnings and errors: no progress or notes.")
+@click.option("--verbose", "-v", is_flag=True, help="Also say where recipes come from and how long the command took.")
 @click.option(
     "--recipe-path",
     multiple=True,
@@ -77,45 +141,72 @@ class LazyGroup(click.Group):
     help="Extra folder of recipes (repeatable; also LGPATCH_RECIPE_PATH). Its patchsets/ folder is searched too.",
 )
 @click.pass_context
-def cli(ctx: click.Context, debug: bool, recipe_path: tuple[str, ...]) -> None:
-    """lgpatch: bring legacy GPU framework source trees back to life on new machines."""
+def cli(ctx: click.Context, debug: bool, quiet: bool, verbose: bool, recipe_path: tuple[str, ...]) -> None:
+    """lgpatch: bring legacy GPU framework source trees back to life on new machines.
+
+    Results go to stdout, progress, notes and errors to stderr; exit codes are listed in docs/exit-codes.md.
+    """
+    if quiet and verbose:
+        raise click.UsageError("--quiet and --verbose contradict each other")
+    console.set_verbosity(console.QUIET if quiet else console.VERBOSE if verbose else console.NORMAL)
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     ctx.obj["recipe_path"] = recipe_path
 
 
 def main(argv: list[str] | None = None) -> None:
-    debug = "--debug" in (argv if argv is not None else sys.argv) or bool(os.environ.get("LGPATCH_DEBUG"))
+    """The `lgpatch` console script."""
+    sys.exit(run(cli, argv))
+
+
+def run(command: click.Command, argv: list[str] | None = None, prog_name: str = "lgpatch") -> int:
+    """Run `command` on `argv` and return the process exit code: the one place errors become exit codes."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or bool(os.environ.get("LGPATCH_DEBUG"))
+    console.set_verbosity(console.NORMAL)
+    started = time.monotonic()
     try:
         # standalone_mode=False returns what ctx.exit(code) asked for instead of exiting: pass it on.
-        rv = cli.main(args=argv, prog_name="lgpatch", standalone_mode=False)
-        if isinstance(rv, int) and rv:
-            sys.exit(rv)
+        rv = command.main(args=args, prog_name=prog_name, standalone_mode=False)
+        sys.stdout.flush()  # inside the try: the last buffered result can meet a closed pipe too
+        console.detail(f"{next((a for a in args if a in COMMANDS), prog_name)} took {time.monotonic() - started:.2f} s")
+        return rv if isinstance(rv, int) else 0
+    except ClosedOutput:
+        _silence_closed_outputs()
+        return 0
+    except BrokenPipeError as exc:  # raised outside click's invoke (rare): ours only when the reader left
+        if isinstance(_closed_or_bug(exc), ClosedOutput):
+            _silence_closed_outputs()
+            return 0
+        return _internal_error(debug, exc)
     except LgpatchError as exc:
         if debug:
             traceback.print_exc()
         click.echo(exc.render(), err=True)
-        sys.exit(int(exc.exit_code))
+        return int(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("lgpatch: aborted", err=True)
-        sys.exit(int(ExitCode.INTERRUPTED))
+        return int(ExitCode.INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(int(ExitCode.USAGE))
+        return int(ExitCode.USAGE)
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        return int(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("lgpatch: interrupted", err=True)
-        sys.exit(int(ExitCode.INTERRUPTED))
-    except Exception:  # a bug: say so plainly, keep the traceback for --debug
-        if debug:
-            traceback.print_exc()
-        else:
-            etype, value, _ = sys.exc_info()
-            click.echo(
-                f"lgpatch: internal error: {etype.__name__ if etype else 'Exception'}: {value}\n"
-                "  hint: this is a bug in lgpatch; re-run with --debug and report the traceback",
-                err=True,
-            )
-        sys.exit(int(ExitCode.INTERNAL))
-    sys.exit(0)
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # a bug: say so plainly, keep the traceback for --debug
+        return _internal_error(debug, exc)
+
+
+def _internal_error(debug: bool, exc: BaseException) -> int:
+    if debug:
+        traceback.print_exc()
+    else:
+        shown = exc.original if isinstance(exc, PipeFailure) else exc
+        click.echo(
+            f"lgpatch: internal error: {type(shown).__name__}: {shown}\n"
+            "  hint: this is a bug in lgpatch; re-run with --debug and report the traceback",
+            err=True,
+        )
+    return int(ExitCode.INTERNAL)

@@ -2,6 +2,7 @@
 
 One exit code per failure class lets CI jobs branch on *why* lgpatch stopped without parsing text.
 The table is documented in docs/exit-codes.md; keep the two in step (tests/unit/test_errors.py checks it).
+Commands raise these; `cli.run` is the one place that prints them and turns them into the exit status.
 """
 
 from __future__ import annotations
@@ -85,6 +86,11 @@ class BuildError(LgpatchError):
 class InterruptedBuild(LgpatchError):
     exit_code = ExitCode.INTERRUPTED
     title = "build interrupted"
+
+
+class FindingsError(LgpatchError):
+    exit_code = ExitCode.FINDINGS
+    title = "error findings"
 
 
 class DoctorError(LgpatchError):

@@ -1,4 +1,5 @@
-"""Progress bars for clone, fetch, download and unpack (rich), quiet when stderr is not a terminal."""
+"""Progress bars for clone, fetch, download and unpack (rich), on stderr; none when stderr is not a terminal or
+with -q."""
 
 from __future__ import annotations
 
@@ -26,12 +27,12 @@ class Bar:
 
 @contextmanager
 def bar(description: str, unit: str = "bytes") -> Iterator[Bar]:
-    if not sys.stderr.isatty():
+    from legacy_gpu_patch.console import console, is_quiet
+
+    if is_quiet() or not sys.stderr.isatty():
         yield Bar(None, None)
         return
     from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from legacy_gpu_patch.console import console
 
     amount = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
     with Progress(TextColumn("{task.description}"), BarColumn(), amount, TimeElapsedColumn(),

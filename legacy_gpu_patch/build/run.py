@@ -32,7 +32,7 @@ from legacy_gpu_patch.classify.classifier import Classifier
 from legacy_gpu_patch.config import conditions
 from legacy_gpu_patch.config.recipe import Recipe
 from legacy_gpu_patch.errors import ConfigError, ExitCode
-from legacy_gpu_patch.report.reports import Artifact, PhaseResult, Report
+from legacy_gpu_patch.report.reports import Artifact, LogReport, PhaseResult
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def find_wheels(root: Path, wheel_dir: str, since: float | None = None) -> list[
 
 @dataclass
 class BuildOutcome:
-    report: Report
+    report: LogReport
     exit_code: ExitCode
     failed: PhaseResult | None = None
     interrupted: bool = False
@@ -208,9 +208,9 @@ def run_build(options: BuildOptions, display: Display | None = None, classifier:
         status, code = "failed", ExitCode.BUILD
     else:
         status, code = "ok", ExitCode.OK
-    report = Report(
+    report = LogReport(
         kind="build", source=str(options.log_path), findings=findings, status=status, exit_code=int(code),
-        **Report.counts(classifier), phases=phases, wheels=wheels, started=started,
+        **LogReport.counts(classifier), phases=phases, wheels=wheels, started=started,
         duration=time.monotonic() - t0, recipe=options.recipe.name, recipe_patchsets=recipe_patchsets(options.recipe),
         params=dict(options.params), variables=options.variables.describe(), workdir=str(options.root),
     )

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from legacy_gpu_patch import console
 from legacy_gpu_patch.config.recipe import Recipe, SearchPath, find_recipe
 from legacy_gpu_patch.errors import ConfigError
 
@@ -16,7 +17,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def search_path(ctx: click.Context) -> SearchPath:
     obj = ctx.find_root().obj or {}
-    return SearchPath.from_options(obj.get("recipe_path", ()))
+    search = SearchPath.from_options(obj.get("recipe_path", ()))
+    if not obj.get("search_shown"):  # -v: once per command, however often a command asks
+        obj["search_shown"] = True
+        console.detail("recipes from " + ", ".join(map(str, search.recipe_dirs)))
+        console.detail("patchsets from " + ", ".join(map(str, search.patchset_dirs)))
+    return search
 
 
 def load(ctx: click.Context, name: str) -> Recipe:
@@ -41,9 +47,9 @@ def collect_params(cuda: str | None, arch: str | None, python_version: str | Non
             raise ConfigError(f"--param {item!r}: expected NAME=VALUE")
         key, _, value = item.partition("=")
         given[key.strip()] = value.strip()
-    for key, value in (("cuda", cuda), ("arch", arch), ("python", python_version)):
-        if value is not None:
-            given[key] = value
+    for key, shorthand in (("cuda", cuda), ("arch", arch), ("python", python_version)):
+        if shorthand is not None:
+            given[key] = shorthand
     return given
 
 

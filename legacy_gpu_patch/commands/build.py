@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from legacy_gpu_patch.errors import ExitCode
+from legacy_gpu_patch.report.formats import FORMATS
+
+if TYPE_CHECKING:  # the build machinery is imported when the command runs: `lgpatch --help` stays fast
+    from legacy_gpu_patch.build.run import BuildOptions, BuildOutcome, PlannedCommand
 
 
 @click.command("build")
@@ -28,7 +32,7 @@ from legacy_gpu_patch.errors import ExitCode
               help="Build log file (default: REPORT_DIR/build.log).")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where report.json, junit.xml and summary.md go (default: .git/lgpatch/build in the tree).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github"]), default="text",
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text",
               show_default=True, help="Report on stdout (json, junit, github) or a summary on stderr (text).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not show the build output while it runs.")
@@ -51,41 +55,36 @@ def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str
         from legacy_gpu_patch.commands._common import search_path
 
         once = {**ctx.params, "until_clean": False}
-        sys.exit(loop.run(workdir, search_path(ctx), report_dir, lambda: _exit_code(ctx, once)))
+        code = loop.run(workdir, search_path(ctx), report_dir, lambda: _exit_code(ctx, once))
+        if code:
+            raise click.exceptions.Exit(code)  # the last build's own status, already reported by it
+        return
+    from legacy_gpu_patch import console as ui
     from legacy_gpu_patch.build.options import BuildRequest, resolve_options
     from legacy_gpu_patch.build.run import plan_commands, run_build
     from legacy_gpu_patch.build.runner import make_display
     from legacy_gpu_patch.classify.classifier import Classifier
     from legacy_gpu_patch.commands._common import search_path
-    from legacy_gpu_patch.console import console, emit_json
     from legacy_gpu_patch.ledger.worktree import WorkTree
     from legacy_gpu_patch.report.reports import emit, write_step_summary
 
     fmt = "json" if as_json else fmt
+    con = ui.console()
     wt = WorkTree.open(workdir, shared=True)
     try:
-        recipe = wt.recipe(search_path(ctx)) if hasattr(wt, "recipe") else _load_recipe(ctx, wt)
         request = BuildRequest(archs=archs, cuda=cuda, jobs=jobs, targets=targets, launcher=launcher, python=python,
                                cc=cc, cxx=cxx, log=log, report_dir=report_dir)
-        options = resolve_options(wt.root, recipe, dict(wt.state.params), request)
-        con = console()
+        options = resolve_options(wt.root, wt.recipe(search_path(ctx)), dict(wt.state.params), request)
         for note in options.notes:
-            con.print(f"[cyan]build:[/] {note}", highlight=False)
+            ui.info(f"[cyan]build:[/] {note}")
         if dry_run:
-            plan = plan_commands(options)
-            emit_json({
-                "variables": options.variables.describe(),
-                "env": options.lgpatch_env(),
-                "commands": [{"name": c.name, "phase": c.phase, "argv": list(c.argv), "cwd": str(c.cwd),
-                              "selected": c.selected, "reason": c.reason} for c in plan],
-            })
+            ui.emit_json(_dry_run_plan(options, plan_commands(options)))
             return
         classifier = Classifier()
-        display = make_display(con, classifier, quiet=quiet or fmt in ("json", "junit"))
+        display = make_display(con, classifier, quiet=quiet or ui.is_quiet() or fmt in ("json", "junit"))
         outcome = run_build(options, display=display, classifier=classifier)
     finally:
-        if hasattr(wt, "release_lock"):
-            wt.release_lock()
+        wt.release_lock()
     report = outcome.report
     if baseline is not None:  # findings of the passing build's log are known: drop them, rewrite the reports
         from legacy_gpu_patch.classify.baseline import baseline_keys, new_findings
@@ -95,31 +94,40 @@ def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str
         write_reports(report, options.report_dir)
     emit(report, fmt, sys.stdout, con)
     write_step_summary(report)
-    con.print(f"[dim]log: {options.log_path}  reports: {options.report_dir}[/]", highlight=False)
-    if outcome.exit_code != ExitCode.OK:
-        if outcome.failed is not None:
-            con.print(f"[red]build failed:[/] {outcome.failed.name}: {outcome.failed.reason}", highlight=False)
-        elif outcome.interrupted:
-            con.print("[yellow]build interrupted[/]; the report was written", highlight=False)
-        sys.exit(int(outcome.exit_code))  # not click Exit: see commands/classify.py
+    ui.info(f"[dim]log: {options.log_path}  reports: {options.report_dir}[/]")
+    _raise_for(outcome, options.report_dir)
 
 
-def _load_recipe(ctx: click.Context, wt: object) -> object:
-    """Until WorkTree.recipe() exists: the recipe file recorded in the ledger, else the recipe by name."""
-    from legacy_gpu_patch.commands._common import search_path
-    from legacy_gpu_patch.config.recipe import find_recipe, load_recipe
-
-    state = wt.state  # type: ignore[attr-defined]
-    search = search_path(ctx)
-    if state.recipe_file and Path(state.recipe_file).is_file():
-        return load_recipe(Path(state.recipe_file), search)
-    return find_recipe(state.recipe, search)
+def _dry_run_plan(options: BuildOptions, plan: list[PlannedCommand]) -> dict[str, Any]:
+    return {
+        "variables": options.variables.describe(),
+        "env": options.lgpatch_env(),
+        "commands": [{"name": c.name, "phase": c.phase, "argv": list(c.argv), "cwd": str(c.cwd),
+                      "selected": c.selected, "reason": c.reason} for c in plan],
+    }
 
 
 def _exit_code(ctx: click.Context, params: dict[str, object]) -> int:
     """One plain build (as without --until-clean); its exit code instead of the process exit."""
+    from legacy_gpu_patch.errors import LgpatchError
+
     try:
         ctx.invoke(command, **params)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    except LgpatchError as exc:  # shown here, since the loop goes on (cli.run shows the others)
+        click.echo(exc.render(), err=True)
+        return int(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
     return 0
+
+
+def _raise_for(outcome: BuildOutcome, report_dir: Path) -> None:
+    """Exit codes 9 and 10 come from their error classes, mapped to codes by cli.run like every other error."""
+    from legacy_gpu_patch.errors import BuildError, ExitCode, InterruptedBuild
+
+    if outcome.exit_code == ExitCode.INTERRUPTED:
+        raise InterruptedBuild(f"the report was written to {report_dir}",
+                               hint="report.json and the build log there show how far it got")
+    if outcome.exit_code == ExitCode.BUILD:
+        what = f"{outcome.failed.name}: {outcome.failed.reason}" if outcome.failed else "a build command failed"
+        raise BuildError(what, hint=f"{report_dir}/report.json has the classified findings, first root cause first")

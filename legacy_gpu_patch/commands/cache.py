@@ -126,8 +126,9 @@ def list_(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         console.emit_json(rows)
         return
+    full = not console.stdout_is_terminal()  # in a pipe: the whole sha256, never cut
     for row in rows:
         mark = "[green]cached [/green]" if row["cached"] else "[yellow]missing[/yellow]"
-        console.info(f"{mark} {row['sha256'][:16]}…  {'; '.join(row['used_by'])}")
+        console.result(f"{mark} {row['sha256'] if full else row['sha256'][:16] + '…'}  {'; '.join(row['used_by'])}")
     if not rows:
         raise ConfigError("no known recipe expects any downloaded file")

@@ -8,7 +8,7 @@ import click
 
 from legacy_gpu_patch import console
 from legacy_gpu_patch.commands._common import collect_params, param_options, search_path
-from legacy_gpu_patch.errors import ExitCode
+from legacy_gpu_patch.errors import DoctorError
 
 _STYLE = {"ok": "green", "info": "cyan", "warn": "yellow", "error": "red"}
 _STATUS = {"native": "[green]native[/green]", "sass-compatible": "[green]native (compatible cubin)[/green]",
@@ -47,17 +47,43 @@ def command(ctx: click.Context, as_json: bool, recipe_name: str | None, cuda: st
     else:
         _render(report)
     if recipe is not None and not report.recipe_ok:
-        ctx.exit(int(ExitCode.DOCTOR))
+        check = report.recipe_check or {}
+        problems = list(check.get("problems") or [])
+        raise DoctorError(
+            f"this machine cannot build or run {recipe.name}" + (f": {problems[0]}" if problems else ""),
+            hint=(f"{len(problems) - 1} more problem(s) above; " if len(problems) > 1 else "")
+            + "`lgpatch doctor --recipe R --json` has every check",
+        )
 
 
 def _render(report: Any) -> None:
+    """The human view on stdout: machine facts, the verdict per toolkit and GPU, findings, recipes, one recipe."""
+    out = console.out()
+    out.print(_machine_table(report))
+    if report.plans:
+        out.print(_verdict_table(report))
+    findings = _findings_table(report)
+    out.print(findings if findings.row_count else "[green]no problems found[/green]")
+    if report.recipes:
+        out.print(_recipes_table(report))
+    elif report.recipes_note:
+        out.print(f"[dim]{report.recipes_note}[/dim]")
+    if report.recipe_check is not None:
+        _print_recipe_check(out, report)
+    out.print(f"[dim]doctor took {report.elapsed_s:.2f} s[/dim]")
+
+
+def _titled_table(title: str, **kw: Any) -> Any:
     from rich.table import Table
 
-    out = console.console()
-    g = report.gpus
-    machine = Table(title="this machine", box=None, show_header=False, title_justify="left", title_style="bold")
+    return Table(title=title, title_justify="left", title_style="bold", **kw)
+
+
+def _machine_table(report: Any) -> Any:
+    machine = _titled_table("this machine", box=None, show_header=False)
     machine.add_column(style="bold")
     machine.add_column()
+    g = report.gpus
     if g.gpus:
         for gpu in g.gpus:
             how = "" if gpu.cc_source == "reported" else f" ({gpu.cc_source})"
@@ -83,62 +109,58 @@ def _render(report: Any) -> None:
     machine.add_row("JIT cache", f"{jit.path} ({jit.path_source}), {_human(jit.used_bytes)} used, max "
                                  f"{_human(jit.maxsize_bytes) if jit.maxsize_bytes else 'driver default'}"
                                  + (" [red]disabled[/red]" if jit.disabled else ""))
-    out.print(machine)
+    return machine
 
-    if report.plans:
-        verdict = Table(title="what runs where", title_justify="left", title_style="bold")
-        for col in ("CUDA", "GPU", "verdict", "TORCH_CUDA_ARCH_LIST", "nvcc flags", "driver"):
-            verdict.add_column(col)
-        for _n, gpu, p in report.plans:
-            drv = p.driver.status if p.driver else "?"
-            drv_style = {"ok": "green", "minor-compat": "yellow", "refuse": "red"}.get(drv, "")
-            verdict.add_row(p.toolkit, f"{gpu.index}: sm_{p.gpu}", _STATUS.get(p.status, p.status),
-                            p.flags.torch_cuda_arch_list if p.flags else "-",
-                            " ".join(p.flags.nvcc_gencode) if p.flags else "-",
-                            f"[{drv_style}]{drv}[/{drv_style}]" if drv_style else drv)
-        out.print(verdict)
 
-    findings = Table(title="findings", title_justify="left", title_style="bold", show_lines=False)
-    findings.add_column("")
-    findings.add_column("topic")
-    findings.add_column("finding")
-    findings.add_column("fix")
+def _verdict_table(report: Any) -> Any:
+    verdict = _titled_table("what runs where")
+    for col in ("CUDA", "GPU", "verdict", "TORCH_CUDA_ARCH_LIST", "nvcc flags", "driver"):
+        verdict.add_column(col)
+    for _n, gpu, p in report.plans:
+        drv = p.driver.status if p.driver else "?"
+        drv_style = {"ok": "green", "minor-compat": "yellow", "refuse": "red"}.get(drv, "")
+        verdict.add_row(p.toolkit, f"{gpu.index}: sm_{p.gpu}", _STATUS.get(p.status, p.status),
+                        p.flags.torch_cuda_arch_list if p.flags else "-",
+                        " ".join(p.flags.nvcc_gencode) if p.flags else "-",
+                        f"[{drv_style}]{drv}[/{drv_style}]" if drv_style else drv)
+    return verdict
+
+
+def _findings_table(report: Any) -> Any:
+    findings = _titled_table("findings", show_lines=False)
+    for col in ("", "topic", "finding", "fix"):
+        findings.add_column(col)
     for f in report.findings:
         if f.severity == "ok":
             continue
         s = _STYLE[f.severity]
         findings.add_row(f"[{s}]{f.severity}[/{s}]", f.topic, f.message, f.fix or "")
-    if findings.row_count:
-        out.print(findings)
+    return findings
+
+
+def _recipes_table(report: Any) -> Any:
+    rt = _titled_table("recipes")
+    for col in ("recipe", "fits", "why"):
+        rt.add_column(col)
+    for r in report.recipes:
+        why = "; ".join(r.get("runs_on") or []) if r["fits"] else "; ".join(r.get("reasons") or [])
+        rt.add_row(r["name"], "[green]yes[/green]" if r["fits"] else "[red]no[/red]", why)
+    return rt
+
+
+def _print_recipe_check(out: Any, report: Any) -> None:
+    rc = report.recipe_check
+    head = f"recipe {rc['recipe']} ({', '.join(f'{k}={v}' for k, v in rc['params'].items())})"
+    if rc["ok"] and not report.gpus.gpus:
+        out.print(f"[green]{head}: this machine can build it[/green] (no GPU here: running it is not checked)")
+    elif rc["ok"]:
+        out.print(f"[green]{head}: this machine can build and run it[/green]")
     else:
-        out.print("[green]no problems found[/green]")
-
-    if report.recipes:
-        rt = Table(title="recipes", title_justify="left", title_style="bold")
-        rt.add_column("recipe")
-        rt.add_column("fits")
-        rt.add_column("why")
-        for r in report.recipes:
-            why = "; ".join(r.get("runs_on") or []) if r["fits"] else "; ".join(r.get("reasons") or [])
-            rt.add_row(r["name"], "[green]yes[/green]" if r["fits"] else "[red]no[/red]", why)
-        out.print(rt)
-    elif report.recipes_note:
-        out.print(f"[dim]{report.recipes_note}[/dim]")
-
-    if report.recipe_check is not None:
-        rc = report.recipe_check
-        head = f"recipe {rc['recipe']} ({', '.join(f'{k}={v}' for k, v in rc['params'].items())})"
-        if rc["ok"] and not report.gpus.gpus:
-            out.print(f"[green]{head}: this machine can build it[/green] (no GPU here: running it is not checked)")
-        elif rc["ok"]:
-            out.print(f"[green]{head}: this machine can build and run it[/green]")
-        else:
-            out.print(f"[red]{head}: this machine cannot build or run it[/red]")
-        for p in rc["problems"]:
-            out.print(f"  [red]✗[/red] {p}")
-        for w in rc["warnings"]:
-            out.print(f"  [yellow]![/yellow] {w}")
-    out.print(f"[dim]doctor took {report.elapsed_s:.2f} s[/dim]")
+        out.print(f"[red]{head}: this machine cannot build or run it[/red]")
+    for p in rc["problems"]:
+        out.print(f"  [red]✗[/red] {p}")
+    for w in rc["warnings"]:
+        out.print(f"  [yellow]![/yellow] {w}")
 
 
 def _human(n: int | None) -> str:

@@ -26,7 +26,7 @@ def status_cmd(as_json: bool) -> None:
     if as_json:
         console.emit_json(st.to_json())
         return
-    out = console.console()
+    out = console.out()
     out.print(f"path        {st.path} ({st.path_source}{', ' + st.filesystem if st.filesystem else ''})")
     out.print(f"exists      {'yes' if st.exists else 'no (created at the first JIT)'}; "
               f"writable {'yes' if st.writable else '[red]no[/red]'}")
@@ -78,4 +78,5 @@ def warm_cmd(ctx: click.Context, path: str | None, as_json: bool, argv: tuple[st
                      "files)")
         console.note("later starts with the same settings (eval \"$(lgpatch jit-cache env)\") reuse this cache")
     if result.returncode != 0:
+        # Like `env CMD` or `time CMD`: the command's own status is passed on (docs/exit-codes.md), via cli.run.
         ctx.exit(result.returncode if 0 < result.returncode < 256 else 1)

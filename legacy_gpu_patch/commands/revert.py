@@ -17,8 +17,10 @@ from legacy_gpu_patch.ledger.worktree import WorkTree
 @click.option("--stash", is_flag=True, help="Keep uncommitted edits in a git stash instead of refusing.")
 @click.option("--keep-commits", "keep_branch", metavar="BRANCH", default=None,
               help="Keep your own commits on top of the steps on a new branch BRANCH instead of refusing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
 @click.pass_context
-def command(ctx: click.Context, workdir: Path, stash: bool, keep_branch: str | None) -> None:
+def command(ctx: click.Context, workdir: Path, stash: bool, keep_branch: str | None,
+            as_json: bool) -> None:
     """Return the work tree to its pristine baseline."""
     wt = WorkTree.open(workdir)
     try:
@@ -29,3 +31,6 @@ def command(ctx: click.Context, workdir: Path, stash: bool, keep_branch: str | N
     for n in report.notes:
         console.note(n)
     console.info(f"{wt.root}: back at the pristine baseline {wt.baseline[:12]} (tree {tree[:12]})")
+    if as_json:
+        console.emit_json({"workdir": str(wt.root), "recipe": wt.state.recipe, "baseline": wt.baseline, "tree": tree,
+                           "stashed": report.stashed, "warnings": report.warnings, "notes": report.notes})

@@ -38,7 +38,7 @@ def command(ctx: click.Context, recipe: str, cuda: str | None, arch: str | None,
             "notes": r.notes,
         })
         return
-    out = console.console()
+    out = console.out()
     out.print(f"[bold]{r.name}[/bold]  ({r.path})")
     out.print(r.description.strip())
     src = r.source

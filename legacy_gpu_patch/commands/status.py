@@ -39,7 +39,7 @@ def step_table(wt: WorkTree, ctx: click.Context) -> tuple[list[dict[str, Any]], 
         else:
             have = applied[selected_index] if selected_index < len(applied) else None
             same = have is not None and have.key == p.step.key and have.digest == p.digest
-            if same and in_sync:
+            if same and in_sync and have is not None:
                 row.update(state="applied", commit=have.commit)
             elif same:
                 row["state"] = "reapply"  # unchanged itself, but an earlier step changed: it goes again
@@ -76,7 +76,7 @@ def command(ctx: click.Context, workdir: Path, as_json: bool) -> None:
             "rescued": [{"ref": k.ref, "commit": k.commit, "subject": k.subject, "date": k.date} for k in kept],
         })
         return
-    out = console.console()
+    out = console.out()
     out.print(f"[bold]{wt.state.recipe}[/bold] in {wt.root}")
     out.print("parameters: " + ", ".join(f"{k}={v}" for k, v in wt.state.params.items()))
     out.print(f"source: {wt.state.source}")
@@ -96,7 +96,8 @@ def command(ctx: click.Context, workdir: Path, as_json: bool) -> None:
         console.note("rescued partial changes: `git show REF` shows one, `git cherry-pick --no-commit REF` brings "
                      "it back, `git update-ref -d REF` drops it")
     if dirty:
-        out.print(f"[yellow]dirty:[/yellow] {len(dirty)} uncommitted path(s): " + ", ".join(dirty[:5])
-                  + (" …" if len(dirty) > 5 else ""))
+        shown = dirty[:5] if out.is_terminal else dirty  # in a pipe: every path, nothing cut
+        out.print(f"[yellow]dirty:[/yellow] {len(dirty)} uncommitted path(s): " + ", ".join(shown)
+                  + (" …" if len(dirty) > len(shown) else ""))
     else:
         out.print("clean: no uncommitted edits")

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from legacy_gpu_patch.commands._common import search_path, workdir_option
 from legacy_gpu_patch.errors import ConfigError, VerifyError
+
+if TYPE_CHECKING:
+    from legacy_gpu_patch.build import verify
 
 _STYLE = {"ok": "green", "wrong": "bold red", "skipped": "yellow", "not-standalone": "cyan",
           "not-applicable": "dim"}
@@ -54,7 +58,7 @@ def command(ctx: click.Context, workdir: Path, arch_opts: tuple[str, ...], only:
 
     wt = WorkTree.open(workdir, shared=True)
     try:
-        recipe = _recipe_of(wt, ctx)
+        recipe = wt.recipe(search_path(ctx))
         params = dict(wt.state.params)
         archs = _split_archs(arch_opts) or ([str(params["arch"])] if params.get("arch") else ["sm_90"])
         if keep is not None:
@@ -66,44 +70,30 @@ def command(ctx: click.Context, workdir: Path, arch_opts: tuple[str, ...], only:
         wt.release_lock()
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))
-    _show(report)
+    _show(report, to_stdout=not as_json)  # with --json, stdout holds the JSON alone
     if not report.results:
-        from legacy_gpu_patch.console import console
+        from legacy_gpu_patch import console
 
-        console().print(f"[yellow]recipe {recipe.name} has no compile probes (verify: section)[/]")
+        console.console().print(f"[yellow]recipe {recipe.name} has no compile probes (verify: section)[/]")
     if report.wrong:
         names = ", ".join(f"{r.probe}" + (f"@{r.arch}" if r.arch else "") for r in report.wrong)
         raise VerifyError(f"{len(report.wrong)} probe(s) gave the wrong answer: {names}",
                           hint="each line above says which tree did what; --json has the compiler commands")
 
 
-def _recipe_of(wt: object, ctx: click.Context) -> object:
-    """The recipe the tree was patched with: its recorded file when it still exists, else its name."""
-    from legacy_gpu_patch.config.recipe import find_recipe, load_recipe
-
-    search = search_path(ctx)
-    state = wt.state  # type: ignore[attr-defined]
-    if hasattr(wt, "recipe"):
-        return wt.recipe(search)  # type: ignore[attr-defined]
-    if state.recipe_file and Path(state.recipe_file).is_file():
-        return load_recipe(Path(state.recipe_file), search)
-    return find_recipe(state.recipe, search)
-
-
-def _show(report: object) -> None:
+def _show(report: verify.Report, to_stdout: bool) -> None:
     from rich.table import Table
 
-    from legacy_gpu_patch.console import console
+    from legacy_gpu_patch import console
 
-    table = Table(title=f"compile probes: {report.recipe}  ({', '.join(report.archs)})",  # type: ignore[attr-defined]
-                  show_lines=False)
+    table = Table(title=f"compile probes: {report.recipe}  ({', '.join(report.archs)})", show_lines=False)
     table.add_column("probe")
     table.add_column("arch")
     table.add_column("verdict")
     table.add_column("what happened", overflow="fold")
-    for r in report.results:  # type: ignore[attr-defined]
+    for r in report.results:
         detail = r.reason
         if r.pristine is not None and not r.pristine.ok and r.pristine.first_error:
             detail += f"\npristine: {r.pristine.first_error}"
         table.add_row(r.probe, r.arch or "host", f"[{_STYLE.get(r.verdict, '')}]{r.verdict}[/]", detail)
-    console().print(table)
+    (console.out() if to_stdout else console.console()).print(table)

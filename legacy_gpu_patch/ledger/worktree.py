@@ -19,11 +19,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from legacy_gpu_patch.errors import StateError
 from legacy_gpu_patch.gitutil import Git
 from legacy_gpu_patch.ledger import locks, recovery
+
+if TYPE_CHECKING:  # imported when called: opening a tree (status, the lock) must not load the recipe machinery
+    from legacy_gpu_patch.config.recipe import Recipe, SearchPath
 
 STATE_FORMAT = 1
 TRAILERS = ("Lgpatch-Recipe", "Lgpatch-Patchset", "Lgpatch-Step", "Lgpatch-Digest", "Lgpatch-Params")
@@ -142,6 +145,16 @@ class WorkTree:
     @property
     def baseline(self) -> str:
         return self.state.baseline
+
+    def recipe(self, search: SearchPath) -> Recipe:
+        """The recipe this tree was patched with: its recorded file while that still exists, else its name on
+        `search` (the tree was moved to another machine, or the recipe folder was)."""
+        from legacy_gpu_patch.config.recipe import find_recipe, load_recipe
+
+        recorded = Path(self.state.recipe_file) if self.state.recipe_file else None
+        if recorded is not None and recorded.is_file():
+            return load_recipe(recorded, search)
+        return find_recipe(self.state.recipe, search)
 
     # ---------------------------------------------------------------------------------------- locking
 

@@ -14,8 +14,8 @@ from rich.console import Console
 from legacy_gpu_patch.classify.classifier import Classifier
 from legacy_gpu_patch.report.reports import (
     Artifact,
+    LogReport,
     PhaseResult,
-    Report,
     github_annotations,
     render_text,
     step_summary_markdown,
@@ -41,7 +41,7 @@ BUILD = [
 ]
 
 
-def build_report(**kw: object) -> Report:
+def build_report(**kw: object) -> LogReport:
     c = Classifier()
     c.phase = "configure"
     for line in CONFIGURE:
@@ -67,7 +67,7 @@ def build_report(**kw: object) -> Report:
         wheels=[Artifact("/src/dist/torch-1.5.0-cp311-linux_x86_64.whl", 1234, "ab" * 32)],
     )
     defaults.update(kw)
-    return Report(**defaults)  # type: ignore[arg-type]
+    return LogReport(**defaults)  # type: ignore[arg-type]
 
 
 def test_json_report_has_findings_phases_and_wheels() -> None:
@@ -115,7 +115,7 @@ def test_junit_failed_command_without_findings_is_a_failure() -> None:
 def test_junit_escapes_control_characters() -> None:
     c = Classifier()
     c.feed(b"src/a.cpp:1:1: error: bad \x1b[31m\x01\x02 token <&>\n")
-    report = Report(kind="classify", source="-", findings=c.close(), status="findings", exit_code=11)
+    report = LogReport(kind="classify", source="-", findings=c.close(), status="findings", exit_code=11)
     ET.fromstring(to_junit(report))  # well-formed
 
 
@@ -126,7 +126,7 @@ def test_github_annotations_are_escaped_and_capped_per_type() -> None:
     for i in range(12):
         c.feed_line(f"W gpu_device.cc:1852] TensorFlow was not built with CUDA kernel binaries compatible with "
                     f"compute capability 8.{i}. CUDA kernels will be jit-compiled from PTX, which could take minutes.")
-    report = Report(kind="classify", source="-", findings=c.close(), status="findings", exit_code=11,
+    report = LogReport(kind="classify", source="-", findings=c.close(), status="findings", exit_code=11,
                     workdir="/src")
     lines = github_annotations(report)
     errors = [a for a in lines if a.startswith("::error ")]
@@ -157,7 +157,7 @@ def test_step_summary_only_on_github_actions(tmp_path: Path) -> None:
 def test_markdown_cells_are_escaped() -> None:
     c = Classifier()
     c.feed_line("src/a.cpp:1:1: error: operator| and `backticks` | here")
-    report = Report(kind="classify", source="-", findings=c.close(), status="findings", exit_code=11)
+    report = LogReport(kind="classify", source="-", findings=c.close(), status="findings", exit_code=11)
     row = next(line for line in step_summary_markdown(report).splitlines() if line.startswith("| 1 |"))
     assert "operator\\| and 'backticks' \\| here" in row
 
