@@ -52,7 +52,7 @@ def is_verbose() -> bool:
 def _rich_console(stderr: bool) -> Any:
     from rich.console import Console
 
-    class PipeAwareConsole(Console):  # type: ignore[misc]
+    class PipeAwareConsole(Console):
         def on_broken_pipe(self) -> None:
             # rich's default exits with status 1 from inside print(); cli.run decides (quietly, 0).
             self.quiet = True
@@ -76,7 +76,7 @@ def out() -> Any:
     """The stdout console for results. Not a terminal: no colours and no width limit (nothing is truncated)."""
     con = _stdout_console()
     # rich reads the stream and its width each time; a fixed width would cut tables in a pipe at 80 columns.
-    con.width = None if con.is_terminal else UNLIMITED_WIDTH  # type: ignore[assignment]
+    con.width = None if con.is_terminal else UNLIMITED_WIDTH
     return con
 
 

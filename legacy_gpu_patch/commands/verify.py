@@ -81,7 +81,7 @@ def command(ctx: click.Context, workdir: Path, arch_opts: tuple[str, ...], only:
                           hint="each line above says which tree did what; --json has the compiler commands")
 
 
-def _show(report: verify.Report, to_stdout: bool) -> None:
+def _show(report: verify.VerifyReport, to_stdout: bool) -> None:
     from rich.table import Table
 
     from legacy_gpu_patch import console

@@ -103,7 +103,7 @@ def choose(units: int, timer: Timer, *, verify: int = 3, min_gain: float = 0.01)
         cand.measured_s = timer.split(cand.host_units)
     best_single = min(all_accel, all_host)
     measured = [c for c in candidates.values() if c.measured_s is not None]
-    chosen = min(measured, key=lambda c: (c.measured_s, c.host_units))  # type: ignore[arg-type, return-value]
+    chosen = min(measured, key=lambda c: (c.measured_s, c.host_units))
     if 0 < chosen.host_units < units and chosen.measured_s > best_single * (1 - min_gain):  # type: ignore[operator]
         chosen = candidates[0] if all_accel <= all_host else candidates[units]
     work = timer.work()
