@@ -79,9 +79,10 @@ if ! "$PY" -c "import git, unidiff, platformdirs" 2>/dev/null && [ ! -d "$DEPS" 
   "$PY" -m pip install -q --no-index --find-links "$CARRY/wheels" --target "$DEPS" \
     GitPython gitdb smmap unidiff platformdirs > "$LOGS/pip.txt" 2>&1 || say "pip install of carried wheels failed"
 fi
-export PYTHONPATH=$REPO:$DEPS${PYTHONPATH:+:$PYTHONPATH}
+# LGPATCH_SRC: a snapshot of lgpatch (legacy_gpu_patch/, recipes/, patchsets/) to run instead of this checkout's
+export PYTHONPATH=${LGPATCH_SRC:-$REPO}:$DEPS${PYTHONPATH:+:$PYTHONPATH}
 export LGPATCH_CACHE=$WORK/cache CMAKE_GENERATOR=Ninja
-LG() { "$PY" -m legacy_gpu_patch "$@"; }
+LG() { (cd "$WORK" && "$PY" -m legacy_gpu_patch "$@"); }  # from $WORK: PYTHONPATH decides which lgpatch
 SITE_PACKAGES=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
 # ---- apply --------------------------------------------------------------------------------------------------------
