@@ -17,7 +17,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 from functools import lru_cache
+from typing import IO
 
 __all__ = ["GREP_MIN", "GrepSearch", "gnu_grep"]
 
@@ -42,6 +44,14 @@ def gnu_grep() -> str | None:
     return path if out.startswith(b"grep (GNU grep)") else None
 
 
+def _write_all(pipe: IO[bytes], data: memoryview) -> None:
+    try:
+        with pipe:
+            pipe.write(data)  # a buffered pipe: writes it all or raises
+    except OSError:  # grep ended early: its exit status says so
+        pass
+
+
 def _ere(literal: bytes) -> bytes:
     """`literal` as an extended regular expression matching exactly it (each special byte escaped)."""
     return b"".join(b"\\" + bytes((b,)) if b in _ERE_SPECIAL else bytes((b,)) for b in literal)
@@ -59,15 +69,20 @@ class GrepSearch:
         """[(line start, line length)] in block of every line of block[start:end] (whole lines) holding a
         trigger, in order; None when grep failed (the caller searches in Python)."""
         try:
-            proc = subprocess.run(
-                self.argv, input=memoryview(block)[start:end], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                env=_ENV, check=False,
+            proc = subprocess.Popen(
+                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_ENV
             )
         except (OSError, subprocess.SubprocessError):
             return None
-        if proc.returncode not in (0, 1):  # 1: no line matched; anything else is trouble
+        assert proc.stdin is not None and proc.stdout is not None
+        # the chunk goes in from a thread in one blocking write (communicate() would write it 4 KiB a poll)
+        writer = threading.Thread(target=_write_all, args=(proc.stdin, memoryview(block)[start:end]), daemon=True)
+        writer.start()
+        with proc.stdout:
+            out = proc.stdout.read()
+        writer.join()
+        if proc.wait() not in (0, 1):  # 1: no line matched; anything else (killed, a broken pipe) is trouble
             return None
-        out = proc.stdout
         found: list[tuple[int, int]] = []
         append = found.append
         pos = 0

@@ -43,7 +43,7 @@ class LiteralIndex:
     `in`. Exact: a literal in the line has its gram in the line.
     """
 
-    __slots__ = ("always", "by_gram", "gated", "short")
+    __slots__ = ("always", "by_gram", "gated", "grams", "short")
 
     def __init__(self, rules: RuleSet) -> None:
         self.always = tuple(sorted(rules.always))
@@ -56,13 +56,15 @@ class LiteralIndex:
                 continue
             gram = max((lit[i : i + GRAM] for i in range(len(lit) - GRAM + 1)), key=_rarity)
             self.by_gram.setdefault(gram, []).append(lit)
+        # a set, so that a line's grams & it walks the line's ~70 grams, not the index's hundreds of keys
+        self.grams = frozenset(self.by_gram)
 
     def rules_for(self, low: str) -> list[int]:
         """Indices (priority order) of the rules whose prefilter literals occur in `low` (or that have none)."""
         idx = set(self.always)
         gated = self.gated
         grams = {low[i : i + GRAM] for i in range(len(low) - GRAM + 1)}
-        for gram in grams.intersection(self.by_gram):
+        for gram in grams & self.grams:
             for lit in self.by_gram[gram]:
                 if lit in low:
                     idx.update(gated[lit])
@@ -79,6 +81,22 @@ _UNKNOWN: Any = object()  # not read yet (a rule whose pattern gives no strings 
 def _rule_factors(rules: RuleSet) -> list[Any]:
     """Per rule, its necessary strings (fastpath.necessary_factors), filled in as rules are tried."""
     return [_UNKNOWN] * len(rules.rules)
+
+
+def _holds_all(need: tuple[frozenset[str], ...], low: str, holds: dict[frozenset[str], bool]) -> bool:
+    """Whether `low` holds a string of each set of `need` (results per set memoised in `holds`)."""
+    for one in need:
+        found = holds.get(one)
+        if found is None:
+            found = False
+            for f in one:
+                if f in low:
+                    found = True
+                    break
+            holds[one] = found
+        if not found:
+            return False
+    return True
 
 
 class Matcher:
@@ -140,11 +158,14 @@ class Matcher:
         rules = self._rules
         low = text.lower()
         factors = self._factors if text.isascii() else self._no_factors
+        # whether the line holds a string of a set, per set: the identifier rules share their sets (the "is
+        # undefined" phrases of every compiler), so each set is tested once a line, not once per rule
+        holds: dict[frozenset[str], bool] = {}
         for i in self._index.rules_for(low):
             need = factors[i]
             if need is _UNKNOWN:  # read from the pattern when the rule is first tried: start-up stays cheap
                 need = factors[i] = necessary_factors(rules[i].regex)
-            if need is not None and not all(any(f in low for f in one) for one in need):
+            if need is not None and not _holds_all(need, low, holds):
                 continue  # a set of strings every match holds one of, none here: the regex cannot match
             m = rules[i].regex.search(text)
             if m:
