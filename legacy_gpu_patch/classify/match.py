@@ -20,6 +20,7 @@ from legacy_gpu_patch.classify.fastpath import (
     _strip_raw_prefixes,
     necessary_factors,
 )
+from legacy_gpu_patch.classify.keygate import key_gate
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
 
 __all__ = ["Hit", "LiteralIndex", "Matcher"]
@@ -99,6 +100,12 @@ def _holds_all(need: tuple[frozenset[str], ...], low: str, holds: dict[frozenset
     return True
 
 
+@lru_cache(maxsize=8)
+def _rule_gates(rules: RuleSet) -> list[Any]:
+    """Per rule, its key gate (keygate.key_gate), filled in as rules are tried."""
+    return [_UNKNOWN] * len(rules.rules)
+
+
 class Matcher:
     """The rule set of a classifier, with its fast paths."""
 
@@ -114,6 +121,7 @@ class Matcher:
         # per rule, strings one of which each match holds (ASCII lines only: lower() is per character there)
         self._factors = _rule_factors(self.rules)
         self._no_factors: list[Any] = [None] * len(self._rules)
+        self._gates = _rule_gates(self.rules)
 
     def _raw_skipped(self, raw: bytes, ascii: bool = False) -> bool:
         """Whether a plain line is decided on its raw bytes: a command echo, include chain or progress line.
@@ -158,6 +166,7 @@ class Matcher:
         rules = self._rules
         low = text.lower()
         factors = self._factors if text.isascii() else self._no_factors
+        gates = self._gates
         # whether the line holds a string of a set, per set: the identifier rules share their sets (the "is
         # undefined" phrases of every compiler), so each set is tested once a line, not once per rule
         holds: dict[frozenset[str], bool] = {}
@@ -167,6 +176,11 @@ class Matcher:
                 need = factors[i] = necessary_factors(rules[i].regex)
             if need is not None and not _holds_all(need, low, holds):
                 continue  # a set of strings every match holds one of, none here: the regex cannot match
+            gate = gates[i]
+            if gate is _UNKNOWN:
+                gate = gates[i] = key_gate(rules[i].regex)
+            if gate is not None and gate.search(text) is None:
+                continue  # no match of its key groups: the rule cannot match (keygate.py)
             m = rules[i].regex.search(text)
             if m:
                 return rules[i], m
