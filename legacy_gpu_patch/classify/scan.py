@@ -165,7 +165,9 @@ class TriggerSearch:
 
     def _accelerator(self) -> GrepSearch | None:
         if self._grep is None:
-            path = gnu_grep()
+            # a trigger grep cannot be given (empty, or holding a NUL or a newline) keeps the search in Python
+            plain = all(t and b"\n" not in t and b"\0" not in t for t in self.triggers)
+            path = gnu_grep() if plain else None
             self._grep = GrepSearch(path, self.triggers) if path else False
         return self._grep if isinstance(self._grep, GrepSearch) else None
 

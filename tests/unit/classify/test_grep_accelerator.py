@@ -151,3 +151,11 @@ def test_ere_escapes_every_special_byte() -> None:
 
     for lit in (b"(killed)", b".pyx:", b"** WARNING", b"a|b", b"x{2}", b"^$\\[]?+"):
         assert re.fullmatch(grepscan._ere(lit), lit)
+
+
+def test_a_trigger_grep_cannot_take_keeps_the_search_in_python() -> None:
+    for odd in (b"two\nlines", b"nul\0byte"):
+        search = scan.TriggerSearch((b"rror", odd))
+        assert search._accelerator() is None
+        data = (b"x rror\n" + odd + b" z\n") * (grepscan.GREP_MIN // 10)
+        assert search.lines(data, 0, len(data), True) == search.python_lines(data, 0, len(data), True)
