@@ -250,9 +250,11 @@ def _child(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, f
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
-def time_process(path: Path) -> tuple[float, float]:
-    """`lgpatch classify LOG --json | ...` in a fresh interpreter (start-up included)."""
-    return _child([sys.executable, "-m", "legacy_gpu_patch", "classify", str(path), "--json"])
+def time_process(path: Path, grep: bool = True) -> tuple[float, float]:
+    """`lgpatch classify LOG --json | ...` in a fresh interpreter (start-up included; the CPU time of the grep
+    processes that search for triggers included too); `grep=False`: with the search in Python only."""
+    env = None if grep else {**os.environ, "LGPATCH_CLASSIFY_GREP": "0"}
+    return _child([sys.executable, "-m", "legacy_gpu_patch", "classify", str(path), "--json"], env=env)
 
 
 def time_in_process(path: Path) -> float:
@@ -276,7 +278,7 @@ def spread(xs: list[float]) -> str:
     return f"min {min(xs):.3f} / median {statistics.median(xs):.3f} / max {max(xs):.3f} s"
 
 
-def bench_log(name: str, path: Path, repeat: int, pats: list[str]) -> float:
+def bench_log(name: str, path: Path, repeat: int, pats: list[str], python_search: bool = False) -> float:
     """Prints one log's figures; returns the median process CPU time."""
     from legacy_gpu_patch.classify.classifier import load_rules
 
@@ -286,8 +288,11 @@ def bench_log(name: str, path: Path, repeat: int, pats: list[str]) -> float:
     proc: list[tuple[float, float]] = []
     inproc: list[float] = []
     greps: list[tuple[float, float]] = []
+    pure: list[tuple[float, float]] = []
     for _ in range(repeat):  # alternated: a busy moment of the machine hits all three alike
         proc.append(time_process(path))
+        if python_search:
+            pure.append(time_process(path, grep=False))
         inproc.append(time_in_process(path))
         g = time_grep(path, pats)
         if g is not None:
@@ -296,6 +301,10 @@ def bench_log(name: str, path: Path, repeat: int, pats: list[str]) -> float:
     print(f"{name} ({size:.0f} MB):")
     print(f"  lgpatch classify (process): wall {spread(wall)}; CPU {spread(cpu)} = "
           f"{size / statistics.median(cpu):.0f} MB/s of CPU")
+    if pure:
+        pcpu = [p[1] for p in pure]
+        print(f"  same, LGPATCH_CLASSIFY_GREP=0:  wall {spread([p[0] for p in pure])}; CPU {spread(pcpu)} = "
+              f"{size / statistics.median(pcpu):.0f} MB/s of CPU")
     print(f"  classifier in-process:      wall {spread(inproc)} = {size / statistics.median(inproc):.0f} MB/s")
     if greps:
         gwall, gcpu = [g[0] for g in greps], [g[1] for g in greps]
@@ -334,19 +343,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big-mb", type=int, default=1024, help="log for the peak-RSS run (0 skips it)")
     ap.add_argument("--dir", type=Path, default=None, help="where to write the logs (default: a temp dir)")
     ap.add_argument("--repeat", type=int, default=5, help="rounds of each contender, alternated")
+    ap.add_argument("--python-search", action="store_true",
+                    help="also time the process with the trigger search in Python only (LGPATCH_CLASSIFY_GREP=0)")
     args = ap.parse_args(argv)
     work = args.dir or Path(tempfile.mkdtemp(prefix="lgpatch-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     size = args.size_mb << 20
-    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}")
+    from legacy_gpu_patch.classify.grepscan import gnu_grep
+
+    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}; "
+          f"trigger search: {'GNU grep ' + str(gnu_grep()) if gnu_grep() else 'Python'}")
     try:
         pats = triggers()
         logs = {"quiet": work / "quiet.log", "error-dense": work / "dense.log", "cmake-tail": work / "cmake-tail.log"}
         generate(logs["quiet"], size)
         generate_dense(logs["error-dense"], size)
         generate_cmake_tail(logs["cmake-tail"], size)
-        medians = {name: bench_log(name, path, args.repeat, pats) for name, path in logs.items()}
-        print(f"error-dense / quiet (process CPU, medians): {medians['error-dense'] / medians['quiet']:.2f}x")
+        medians = {name: bench_log(name, path, args.repeat, pats, args.python_search) for name, path in logs.items()}
+        print(f"error-dense / quiet (process CPU, medians): {medians['error-dense'] / medians['quiet']:.2f}x; "
+              f"load now {os.getloadavg()[0]:.2f}")
         if args.big_mb:
             big = work / "big.log"
             generate(big, args.big_mb << 20, seed=2)

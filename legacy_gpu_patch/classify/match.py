@@ -20,6 +20,7 @@ from legacy_gpu_patch.classify.fastpath import (
     _strip_raw_prefixes,
     necessary_factors,
 )
+from legacy_gpu_patch.classify.keygate import key_gate
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
 
 __all__ = ["Hit", "LiteralIndex", "Matcher"]
@@ -43,7 +44,7 @@ class LiteralIndex:
     `in`. Exact: a literal in the line has its gram in the line.
     """
 
-    __slots__ = ("always", "by_gram", "gated", "short")
+    __slots__ = ("always", "by_gram", "gated", "grams", "short")
 
     def __init__(self, rules: RuleSet) -> None:
         self.always = tuple(sorted(rules.always))
@@ -56,13 +57,15 @@ class LiteralIndex:
                 continue
             gram = max((lit[i : i + GRAM] for i in range(len(lit) - GRAM + 1)), key=_rarity)
             self.by_gram.setdefault(gram, []).append(lit)
+        # a set, so that a line's grams & it walks the line's ~70 grams, not the index's hundreds of keys
+        self.grams = frozenset(self.by_gram)
 
     def rules_for(self, low: str) -> list[int]:
         """Indices (priority order) of the rules whose prefilter literals occur in `low` (or that have none)."""
         idx = set(self.always)
         gated = self.gated
         grams = {low[i : i + GRAM] for i in range(len(low) - GRAM + 1)}
-        for gram in grams.intersection(self.by_gram):
+        for gram in grams & self.grams:
             for lit in self.by_gram[gram]:
                 if lit in low:
                     idx.update(gated[lit])
@@ -81,6 +84,28 @@ def _rule_factors(rules: RuleSet) -> list[Any]:
     return [_UNKNOWN] * len(rules.rules)
 
 
+def _holds_all(need: tuple[frozenset[str], ...], low: str, holds: dict[frozenset[str], bool]) -> bool:
+    """Whether `low` holds a string of each set of `need` (results per set memoised in `holds`)."""
+    for one in need:
+        found = holds.get(one)
+        if found is None:
+            found = False
+            for f in one:
+                if f in low:
+                    found = True
+                    break
+            holds[one] = found
+        if not found:
+            return False
+    return True
+
+
+@lru_cache(maxsize=8)
+def _rule_gates(rules: RuleSet) -> list[Any]:
+    """Per rule, its key gate (keygate.key_gate), filled in as rules are tried."""
+    return [_UNKNOWN] * len(rules.rules)
+
+
 class Matcher:
     """The rule set of a classifier, with its fast paths."""
 
@@ -96,6 +121,7 @@ class Matcher:
         # per rule, strings one of which each match holds (ASCII lines only: lower() is per character there)
         self._factors = _rule_factors(self.rules)
         self._no_factors: list[Any] = [None] * len(self._rules)
+        self._gates = _rule_gates(self.rules)
 
     def _raw_skipped(self, raw: bytes, ascii: bool = False) -> bool:
         """Whether a plain line is decided on its raw bytes: a command echo, include chain or progress line.
@@ -140,12 +166,21 @@ class Matcher:
         rules = self._rules
         low = text.lower()
         factors = self._factors if text.isascii() else self._no_factors
+        gates = self._gates
+        # whether the line holds a string of a set, per set: the identifier rules share their sets (the "is
+        # undefined" phrases of every compiler), so each set is tested once a line, not once per rule
+        holds: dict[frozenset[str], bool] = {}
         for i in self._index.rules_for(low):
             need = factors[i]
             if need is _UNKNOWN:  # read from the pattern when the rule is first tried: start-up stays cheap
                 need = factors[i] = necessary_factors(rules[i].regex)
-            if need is not None and not all(any(f in low for f in one) for one in need):
+            if need is not None and not _holds_all(need, low, holds):
                 continue  # a set of strings every match holds one of, none here: the regex cannot match
+            gate = gates[i]
+            if gate is _UNKNOWN:
+                gate = gates[i] = key_gate(rules[i].regex)
+            if gate is not None and gate.search(text) is None:
+                continue  # no match of its key groups: the rule cannot match (keygate.py)
             m = rules[i].regex.search(text)
             if m:
                 return rules[i], m

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from legacy_gpu_patch.classify.rules_schema import CATEGORIES, RULES_FILE_SCHEMA
+from legacy_gpu_patch.classify.rulesyaml import load_shipped
 from legacy_gpu_patch.config.resources import rules_dir
 from legacy_gpu_patch.config.schema import Ctx, did_you_mean
 from legacy_gpu_patch.config.yamlio import LineDict, load_file
@@ -108,7 +109,7 @@ def load_rules(files: Sequence[Path] | None = None) -> RuleSet:
 
 @lru_cache(maxsize=1)
 def _default_rules() -> RuleSet:
-    return _load(tuple(rule_files()))
+    return _load(tuple(rule_files()), shipped=True)
 
 
 @dataclass
@@ -121,13 +122,13 @@ class _Parsed:
     triggers: list[str] = field(default_factory=list)
 
 
-def _read(files: tuple[Path, ...]) -> _Parsed:
+def _read(files: tuple[Path, ...], shipped: bool = False) -> _Parsed:
     """Validate each file and gather its macros, literal sets and triggers (errors name file:line: key)."""
     out = _Parsed()
     seen_plain: str | None = None
     for path in files:
         shown = path.name if path.parent == rules_dir() else str(path)
-        raw = load_file(path, shown)
+        raw = load_shipped(path, shown) if shipped else load_file(path, shown)
         if raw is None:
             raw = LineDict()
         data = RULES_FILE_SCHEMA.validate(raw, Ctx(shown, "", getattr(raw, "line", 0)))
@@ -179,10 +180,10 @@ def distinct_triggers(triggers: Sequence[str]) -> tuple[bytes, ...]:
     return tuple(t for t in encoded if not any(o != t and o in t for o in encoded))
 
 
-def _load(files: tuple[Path, ...]) -> RuleSet:
+def _load(files: tuple[Path, ...], shipped: bool = False) -> RuleSet:
     if not files:
         raise ConfigError("no rule files found", hint=f"rules live in {rules_dir()}")
-    parsed = _read(files)
+    parsed = _read(files, shipped)
     if not parsed.triggers:
         raise ConfigError("rule files define no triggers: no line would ever be looked at")
     rules, lead = _compile_all(parsed)

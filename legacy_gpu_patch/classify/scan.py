@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
+from legacy_gpu_patch.classify.grepscan import GREP_MIN, GrepSearch, gnu_grep
+
 __all__ = ["TriggerSearch"]
 
 # Bytes rare in build logs, rarest first. Most of a log is lowercase words, digits, paths and flags; its uppercase
@@ -148,13 +151,26 @@ def _group_hits(block: bytes, start: int, end: int, anchor: bytes, members: list
 class TriggerSearch:
     """The triggers of a rule set, ready to search chunks with."""
 
-    __slots__ = ("ascii", "gated", "groups")
+    __slots__ = ("_grep", "ascii", "gated", "groups", "triggers")
 
-    def __init__(self, triggers: tuple[bytes, ...], share: bool = True) -> None:
+    def __init__(self, triggers: tuple[bytes, ...], share: bool = True, accelerate: bool = True) -> None:
+        """`accelerate`: search chunks of GREP_MIN bytes or more with GNU grep where it is installed (grepscan)."""
+        self.triggers = triggers
         plain = tuple(t for t in triggers if t[0] < 0x80)
         self.groups, alone = anchor_groups(plain) if share else ([], list(plain))
         self.ascii = tuple(_Finder(t) for t in alone)
         self.gated = tuple((t[:1], _Finder(t)) for t in triggers if t[0] >= 0x80)
+        # resolved on the first chunk big enough: a classifier fed a live build's small chunks never starts grep
+        self._grep: GrepSearch | bool | None = None if accelerate else False
+
+    def _accelerator(self) -> GrepSearch | None:
+        if self._grep is None:
+            # a trigger grep cannot be given (empty, or holding a NUL or a newline) keeps the search in Python
+            plain = all(t and b"\n" not in t and b"\0" not in t for t in self.triggers)
+            path = gnu_grep() if plain else None
+            self._grep = GrepSearch(path, self.triggers) if path else False
+        return self._grep if isinstance(self._grep, GrepSearch) else None
+
     def finders(self, block: bytes, ascii: bool) -> list[_Finder]:
         """The finders worth running on `block`: a non-ASCII one only where its lead byte occurs (a memchr)."""
         found = list(self.ascii)
@@ -168,8 +184,28 @@ class TriggerSearch:
         return found
 
     def lines(self, block: bytes, start: int, end: int, ascii: bool) -> list[tuple[int, int]]:
-        """(line start, position of its first trigger) of every line of block[start:end] holding a trigger, in
-        order. block[start:end] is whole lines; each trigger's search skips to the next line after a hit."""
+        """(line start, position of a trigger in it) of every line of block[start:end] holding a trigger, in order.
+
+        block[start:end] is whole lines. The position is that of the line's first trigger in a line longer than
+        MATCH_WINDOW (the window read around it); in a shorter line it may be any position in the line (only
+        the line's end is looked for from it), so GNU grep's line starts serve there as they are.
+        """
+        grep = self._accelerator() if end - start >= GREP_MIN else None
+        found = grep.line_starts(block, start, end) if grep is not None else None
+        if found is None:
+            return self.python_lines(block, start, end, ascii)
+        out = []
+        for s, length in found:
+            if length > MATCH_WINDOW:
+                # the first trigger of a long line, as the search in Python finds it
+                exact = self.python_lines(block, s, s + length + 1, ascii)
+                out.append(exact[0] if exact else (s, s))
+            else:
+                out.append((s, s))
+        return out
+
+    def python_lines(self, block: bytes, start: int, end: int, ascii: bool) -> list[tuple[int, int]]:
+        """lines(), searched in Python: each trigger's search skips to the next line after a hit."""
         find = block.find
         rfind = block.rfind
         cands: dict[int, int] = {}
