@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]
+import yaml
 
 from legacy_gpu_patch.config import yamlio
 
@@ -24,7 +24,7 @@ _CBase: Any = getattr(yaml, "CSafeLoader", None)
 
 if _CBase is not None:
 
-    class _CLoader(_CBase):  # type: ignore[misc,valid-type]
+    class _CLoader(_CBase):
         source_name = "<yaml>"
         construct_mapping = yamlio._Loader.construct_mapping
         construct_sequence = yamlio._Loader.construct_sequence
