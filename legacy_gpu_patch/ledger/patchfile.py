@@ -199,50 +199,62 @@ def _new_link(root: Path, path: str, content: str, is_new: bool, what: str) -> F
     return FileChange(path, content.encode("utf-8", errors="surrogateescape"), SYMLINK_MODE)
 
 
+def _section_paths(root: Path, pf: unidiff.PatchedFile, origin: Origin, strip: int, links: set[str]
+                   ) -> tuple[str | None, str | None, str, str]:
+    """(source, target, the path the section changes, what to call the step): every name checked, none written."""
+    source = _clean_name(pf.source_file or DEV_NULL)
+    target = _clean_name(pf.target_file or DEV_NULL)
+    what = f"{origin.patchset}/{origin.step} ({origin.patch_file})"
+    if pf.is_binary_file:
+        raise PatchError(f"{what}: binary diff for {target!r} is not supported; use a backport step instead")
+    for name in (source, target):
+        if name != DEV_NULL:
+            check_diff_name(name, what)
+    src_rel = None if source == DEV_NULL else check_relpath(_strip(source, strip), what)
+    dst_rel = None if target == DEV_NULL else check_relpath(_strip(target, strip), what)
+    path = dst_rel or src_rel
+    if path is None:
+        raise PatchError(f"{what}: a file section names no file (both sides are /dev/null)")
+    for rel in {r for r in (src_rel, dst_rel) if r}:
+        _refuse_through(links, rel, what)
+        resolve_inside(root, rel, what)
+    return src_rel, dst_rel, path, what
+
+
+def _original(root: Path, pf: unidiff.PatchedFile, path: str, read_from: str, is_new: bool,
+              pending: dict[str, str | None], what: str) -> str:
+    """The text the hunks apply to: empty for a new file, else as earlier sections left it, else the tree's."""
+    if is_new:
+        if (root / path).exists() and path not in pending:
+            raise PatchError(f"{what}: creates {path}, which already exists in the tree")
+        return ""
+    if read_from in pending:
+        if pending[read_from] is None:
+            raise PatchError(f"{what}: changes {read_from}, which an earlier part of this patch deletes")
+        return pending[read_from] or ""
+    full = root / read_from
+    if not full.is_file():
+        raise PatchError(
+            f"{what}: changes {read_from}, which does not exist in the tree"
+            f"{' (hunk ' + header(pf[0]) + ')' if len(pf) else ''}"
+        )
+    return full.read_bytes().decode("utf-8", errors="surrogateescape")
+
+
 def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int = 2) -> PatchResult:
     """Work out every file's new content; raise PatchError/UnsafePathError before anything is written."""
     result = PatchResult()
     pending: dict[str, str | None] = {}  # path → content as changed by earlier file sections of this diff
     links: set[str] = set()  # symlinks that earlier file sections of this diff create
     for pf in parse(text, origin):
-        source = _clean_name(pf.source_file or DEV_NULL)
-        target = _clean_name(pf.target_file or DEV_NULL)
-        what = f"{origin.patchset}/{origin.step} ({origin.patch_file})"
-        if pf.is_binary_file:
-            raise PatchError(f"{what}: binary diff for {target!r} is not supported; use a backport step instead")
-        for name in (source, target):
-            if name != DEV_NULL:
-                check_diff_name(name, what)
-        src_rel = None if source == DEV_NULL else check_relpath(_strip(source, strip), what)
-        dst_rel = None if target == DEV_NULL else check_relpath(_strip(target, strip), what)
-        path = dst_rel or src_rel
-        if path is None:
-            raise PatchError(f"{what}: a file section names no file (both sides are /dev/null)")
-        for rel in {r for r in (src_rel, dst_rel) if r}:
-            _refuse_through(links, rel, what)
-            resolve_inside(root, rel, what)
+        src_rel, dst_rel, path, what = _section_paths(root, pf, origin, strip, links)
         is_new = pf.is_added_file or src_rel is None
         is_rename = bool(getattr(pf, "is_rename", False)) or (src_rel and dst_rel and src_rel != dst_rel)
         if (is_rename and dst_rel and src_rel != dst_rel and (root / dst_rel).exists()
                 and pending.get(dst_rel, "") is not None):
             raise PatchError(f"{what}: renames {src_rel} onto {dst_rel}, which already exists in the tree")
         read_from = src_rel if (is_rename and src_rel) else path
-        if is_new:
-            if (root / path).exists() and path not in pending:
-                raise PatchError(f"{what}: creates {path}, which already exists in the tree")
-            original = ""
-        elif read_from in pending:
-            if pending[read_from] is None:
-                raise PatchError(f"{what}: changes {read_from}, which an earlier part of this patch deletes")
-            original = pending[read_from] or ""
-        else:
-            full = root / read_from
-            if not full.is_file():
-                raise PatchError(
-                    f"{what}: changes {read_from}, which does not exist in the tree"
-                    f"{' (hunk ' + header(pf[0]) + ')' if len(pf) else ''}"
-                )
-            original = full.read_bytes().decode("utf-8", errors="surrogateescape")
+        original = _original(root, pf, path, read_from, bool(is_new), pending, what)
         if pf.is_removed_file or dst_rel is None:
             content, reports = _apply_hunks(original, pf, path, origin, max_fuzz)
             if content.strip():
@@ -254,16 +266,13 @@ def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int
         content, reports = _apply_hunks(original, pf, path, origin, max_fuzz) if len(pf) else (original, [])
         result.hunks.extend(reports)
         pending[path] = content
-        mode = _mode_from(pf.patch_info or [])
-        if mode == SYMLINK_MODE:
+        if _mode_from(pf.patch_info or []) == SYMLINK_MODE:
             result.changes.append(_new_link(root, path, content, bool(is_new and not is_rename), what))
             links.add(path)
             continue
         if is_rename and src_rel:
             pending[src_rel] = None
             result.changes.append(FileChange(src_rel, None))
-        result.changes.append(
-            FileChange(path, content.encode("utf-8", errors="surrogateescape"), mode,
-                       src_rel if is_rename else None)
-        )
+        result.changes.append(FileChange(path, content.encode("utf-8", errors="surrogateescape"),
+                                         _mode_from(pf.patch_info or []), src_rel if is_rename else None))
     return result

@@ -104,25 +104,9 @@ def _literal_of(pattern: str) -> bytes | None:
     return pattern.encode() if re.escape(pattern) == pattern else None
 
 
-def run_regex(ctx: StepContext, step: Step) -> StepOutcome:
-    body = step.body
-    assert isinstance(body, RegexBody)
-    pattern = body.pattern
-    source = rf"\b(?:{pattern})\b" if body.word else pattern
-    try:
-        regex = re.compile(source.encode(), re.MULTILINE)
-    except re.error as exc:
-        raise ConfigError(f"{step.source_file}:{step.line}: step {step.id}: bad pattern: {exc}") from None
-    replacement = _render(body.replace, ctx, step).encode()
-    literal = _literal_of(pattern)
-    files = globs.select(ctx.git.ls_files(), body.files, body.exclude)
-    scan = files
-    if literal is not None:
-        # A literal pattern: let git grep (multi-threaded, C) find the few files that contain it, instead of
-        # opening every file of a 10k-file tree in Python. The regex below still decides what is replaced.
-        holding = set(ctx.git.files_containing(literal))
-        # git grep reads a symlink's own text, not its target: links are always looked at (see below).
-        scan = [rel for rel in files if rel in holding or os.path.islink(ctx.root / rel)]
+def _regex_changes(ctx: StepContext, step: Step, scan: list[str], regex: re.Pattern[bytes], replacement: bytes,
+                   literal: bytes | None) -> tuple[dict[str, bytes], int]:
+    """New contents of the files the regex changes, and the number of replacements; nothing written."""
     changed: dict[str, bytes] = {}
     total = 0
     for rel in scan:
@@ -147,6 +131,29 @@ def run_regex(ctx: StepContext, step: Step) -> StepOutcome:
         if n:
             changed[rel] = new
             total += n
+    return changed, total
+
+
+def run_regex(ctx: StepContext, step: Step) -> StepOutcome:
+    body = step.body
+    assert isinstance(body, RegexBody)
+    pattern = body.pattern
+    source = rf"\b(?:{pattern})\b" if body.word else pattern
+    try:
+        regex = re.compile(source.encode(), re.MULTILINE)
+    except re.error as exc:
+        raise ConfigError(f"{step.source_file}:{step.line}: step {step.id}: bad pattern: {exc}") from None
+    replacement = _render(body.replace, ctx, step).encode()
+    literal = _literal_of(pattern)
+    files = globs.select(ctx.git.ls_files(), body.files, body.exclude)
+    scan = files
+    if literal is not None:
+        # A literal pattern: let git grep (multi-threaded, C) find the few files that contain it, instead of
+        # opening every file of a 10k-file tree in Python. The regex below still decides what is replaced.
+        holding = set(ctx.git.files_containing(literal))
+        # git grep reads a symlink's own text, not its target: links are always looked at (see below).
+        scan = [rel for rel in files if rel in holding or os.path.islink(ctx.root / rel)]
+    changed, total = _regex_changes(ctx, step, scan, regex, replacement, literal)
     outcome = StepOutcome()
     summary = f"{total} replacement(s) in {len(changed)} file(s) of {len(files)} matched by {', '.join(body.files)}"
     if body.count is not None and body.count != total:
