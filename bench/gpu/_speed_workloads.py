@@ -8,6 +8,8 @@ Shapes are the seed's (issue 17): 8x3x224x224 input, 7x7 conv with 64 filters, F
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy
 
 SEED_X = (8, 3, 224, 224)
@@ -71,7 +73,7 @@ def chainer_cases(rng: numpy.random.RandomState) -> dict:
 
     Inspection, VGG = chainer_models()
     g = cuda.to_gpu
-    cases = {}
+    cases: dict[str, Any] = {}
 
     def seed_conv(workspace=None, use_cudnn=True):
         conv = L.Convolution2D(3, 64, 7, stride=2, pad=3, use_cudnn=use_cudnn)
@@ -209,7 +211,7 @@ def torch_cases(rng: numpy.random.RandomState) -> dict:
         def forward(self, x):
             return self.head(self.features(x).flatten(1))
 
-    cases = {}
+    cases: dict[str, Any] = {}
 
     def seed_conv():
         conv = nn.Conv2d(3, 64, 7, stride=2, padding=3).to(dev)

@@ -55,7 +55,11 @@ reports=()
 for f in "$WORK"/bench-before.json "$WORK"/bench-after.json "$WORK"/check-before.json "$WORK"/check-after.json; do
   [ -f "$f" ] && reports+=("$f")
 done
-"$PY" "$HERE/chainer_speed.py" --table "${reports[@]}" > "$OUT/chainer_speed.md" 2>> "$LOG"
+if [ ${#reports[@]} -gt 0 ]; then
+  "$PY" "$HERE/chainer_speed.py" --table "${reports[@]}" > "$OUT/chainer_speed.md" 2>> "$LOG"
+else
+  echo "no reports: every check and bench failed (see chainer_speed.log)" > "$OUT/chainer_speed.md"
+fi
 "$PY" - "${reports[@]}" > "$OUT/chainer_speed.json" << 'EOF'
 import json, os, sys
 print(json.dumps({os.path.basename(p)[:-5]: json.load(open(p)) for p in sys.argv[1:]}, indent=1))
