@@ -47,7 +47,7 @@ cat "$WORK/check-before.log" "$WORK/check-after.log" >> "$LOG"
 # 2. The bench, one build at a time (the GPU otherwise idle).
 for b in before after; do
   echo "== bench $b" >> "$LOG"
-  PYTHONPATH="$WORK/$b" timeout 100 "$PY" "$HERE/chainer_speed.py" --label "$b" --budget-s 60 \
+  PYTHONPATH="$WORK/$b" timeout 105 "$PY" "$HERE/chainer_speed.py" --label "$b" --budget-s 70 \
     --json "$WORK/bench-$b.json" >> "$LOG" 2>&1 || echo "bench $b: exit $?" >> "$LOG"
 done
 
