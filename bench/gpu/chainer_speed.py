@@ -139,6 +139,7 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
                     row[side + "_pct_copy"] = round(100 * gbps / report["copy_bandwidth_GBps"], 1)
         report["cases"][name] = row
         print(f"{name:44s} {row}", file=sys.stderr, flush=True)
+    save(args.json, report)  # a start-up phase cut short by a timeout still leaves the cases
     if args.starts:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([here, env.get("PYTHONPATH", "")])
@@ -168,13 +169,18 @@ def main(argv: list[str] | None = None) -> int:
         print(render(reports))
         return 0
     report = run_bench(args)
-    text = json.dumps(report, indent=1)
     if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
+        save(args.json, report)
     else:
-        print(text)
+        print(json.dumps(report, indent=1))
     return 0
+
+
+def save(path: str | None, report: dict[str, Any]) -> None:
+    if path:
+        with open(path + ".tmp", "w") as f:
+            f.write(json.dumps(report, indent=1) + "\n")
+        os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":
