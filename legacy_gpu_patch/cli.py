@@ -25,6 +25,10 @@ COMMANDS = {
     "status": ("status", "Show recipe, parameters and applied/pending steps of a work tree."),
     "revert": ("revert", "Return the work tree to its pristine baseline, exactly."),
     "export": ("export", "Write the applied steps as a git format-patch series plus a quilt series file."),
+    "new-recipe": ("new_recipe", "Write a new recipe pinning a git tag or sdist, with an empty patchset."),
+    "edit": ("edit", "Put the work tree at the state after a step, for editing by hand."),
+    "refresh": ("refresh", "Capture uncommitted edits as a patch step of the recipe (or fold into the edited one)."),
+    "check": ("check", "Check whether a recipe's series applies to another upstream version."),
     "cache": ("cache", "Manage the download and mirror cache (e.g. add files for offline use)."),
     "build": ("build", "Build a patched work tree, streaming and classifying errors."),
     "classify": ("classify", "Classify the errors in a build log from anywhere."),
@@ -34,6 +38,7 @@ COMMANDS = {
     "matrix": ("matrix", "Expand recipes and parameter values into a CI job matrix, pruned with reasons."),
     "ci": ("ci", "Run one CI job: apply (strict), build, repair and label the wheel, smoke-test it, report."),
     "report": ("report_cmd", "Work with CI reports (merge many jobs' reports into one summary)."),
+    "hetero-bench": ("hetero_bench", "Time CPU only, GPU only and a CPU+GPU split of conv layers (needs torch)."),
 }
 
 

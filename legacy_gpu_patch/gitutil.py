@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from legacy_gpu_patch.errors import StateError, ToolError
@@ -31,7 +31,7 @@ _CONFIG = ["-c", "core.autocrlf=false", "-c", "core.hooksPath=/dev/null", "-c", 
            "-c", "core.quotepath=false", "-c", "advice.detachedHead=false", "-c", "gc.auto=0"]
 
 
-def _pdeathsig() -> object:
+def _pdeathsig() -> Callable[[], None] | None:
     """On Linux, a child that gets SIGKILL when lgpatch dies: a killed apply must not leave a git process behind
     that keeps writing into the tree (or a half-made clone) after the next command has repaired it."""
     if not sys.platform.startswith("linux"):
@@ -145,3 +145,14 @@ class Git:
         """Commit every file in the tree, ignoring .gitignore (an sdist's pristine baseline must hold all it ships)."""
         self.run("add", "--all", "--force", ".")
         return self.commit_paths([], message)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (another user's counts): lock holders and temp-folder owners."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -113,8 +113,13 @@ if ! done_phase configure; then
 fi
 
 # ---- build --------------------------------------------------------------------------------------------------------
-# CPATH as the recipe's build env sets it (lgpatch build does this itself; ninja run directly needs it here).
-export CPATH=$SITE_PACKAGES/nvidia/cu13/include:$SITE_PACKAGES/nvidia/cudnn/include
+# The recipe's build env, as lgpatch build sets it: ninja run directly needs it too, and not only for CPATH: a
+# second ninja call (a resumed build) first re-runs CMake, because FindCUDA's .depend files changed, and that
+# configure fails without the library and include paths of the CUDA 13 wheels (cuBLAS etc. NOTFOUND).
+CUDA_ROOT=$(sed -n 's/^CUDA_TOOLKIT_ROOT_DIR:PATH=//p' "$B/CMakeCache.txt" 2>/dev/null)
+export CPATH=$SITE_PACKAGES/nvidia/cu13/include:$SITE_PACKAGES/nvidia/cudnn/include:${CUDA_ROOT:-/usr/local/cuda}/include
+export CMAKE_LIBRARY_PATH=$B/lgpatch/wheel-libs:$B/lgpatch/driver CMAKE_INCLUDE_PATH=$SITE_PACKAGES/nvidia/cudnn/include
+export TORCH_CUDA_ARCH_LIST=9.0
 if ! done_phase build; then
   t=$(date +%s)
   n=$(ls "$LOGS"/build-*.log 2>/dev/null | wc -l); LOG=$LOGS/build-$((n + 1)).log

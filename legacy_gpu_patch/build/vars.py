@@ -28,10 +28,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from legacy_gpu_patch.config.schema import did_you_mean
 from legacy_gpu_patch.errors import ConfigError
+
+if TYPE_CHECKING:
+    from legacy_gpu_patch.cuda.archflags import ArchFlags
 
 GIB = 1024**3
 JOB_MEMORY_BYTES = int(3.5 * GIB)  # a CUDA translation unit of PyTorch takes 2-4 GiB in cicc/cc1plus
@@ -215,7 +218,7 @@ def make_build_vars(
     jobs: int,
     workdir: Path,
     cuda_home: Path | None,
-    arch_flags: Any | None,
+    arch_flags: ArchFlags | None,
     targets: Sequence[str] = (),
     launcher: str | None = None,
 ) -> BuildVars:

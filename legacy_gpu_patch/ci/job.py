@@ -32,7 +32,7 @@ class JobOptions:
     recipe_arg: str
     params: dict[str, Any]  # resolved
     out: Path
-    python: str | None = None  # the build's interpreter (default: the one running lgpatch)
+    python: str | None = None  # the build's interpreter (default: the tree's build venv, build/venv.py)
     jobs: int | None = None
     compiler_cache: str = "auto"
     auditwheel: str = "auto"
@@ -135,15 +135,17 @@ def _first_finding(build_report: Any) -> dict[str, Any] | None:
 
 
 def _build(opts: JobOptions, report: CiReport, state: dict[str, Any]) -> str:
-    from legacy_gpu_patch.build.run import resolve_options, run_build
+    from legacy_gpu_patch.build.options import BuildRequest, resolve_options
+    from legacy_gpu_patch.build.run import run_build
     from legacy_gpu_patch.build.runner import make_display
     from legacy_gpu_patch.classify.classifier import Classifier
     from legacy_gpu_patch.console import console
     from legacy_gpu_patch.report.reports import github_annotations
 
     cache = compcache.choose(opts.compiler_cache, opts.out / "tools")
-    options = resolve_options(opts.work.absolute(), opts.recipe, dict(opts.params), python=opts.python,
-                              jobs=opts.jobs, launcher=cache.launcher, report_dir=(opts.reports / "build").absolute())
+    request = BuildRequest(python=opts.python, jobs=opts.jobs, launcher=cache.launcher,
+                           report_dir=(opts.reports / "build").absolute())
+    options = resolve_options(opts.work.absolute(), opts.recipe, dict(opts.params), request)
     before = compcache.snapshot(cache)
     try:
         classifier = Classifier()
@@ -208,9 +210,9 @@ def constraints(recipe: Recipe, params: dict[str, Any]) -> list[str]:
     from legacy_gpu_patch.config import conditions
 
     pins: list[str] = []
-    for cmd in (recipe.build or {}).get("commands", []):
-        if conditions.evaluate(cmd.get("when"), dict(params), recipe.param_kinds()).selected:
-            pins += [a for a in cmd["argv"] if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+", str(a))]
+    for cmd in recipe.build.commands if recipe.build is not None else ():
+        if conditions.evaluate(cmd.when, dict(params), recipe.param_kinds()).selected:
+            pins += [a for a in cmd.argv if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+", str(a))]
     return sorted(set(pins))
 
 

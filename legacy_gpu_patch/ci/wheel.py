@@ -26,6 +26,7 @@ from typing import Any
 
 from legacy_gpu_patch.errors import BuildError
 from legacy_gpu_patch.tools.elf import ElfError, read_dynamic
+from legacy_gpu_patch.tools.wheel_check import relocatable
 
 CUDA_LIBRARY = re.compile(r"^lib(cu|nv|nccl)")  # libcuda, libcudart, libcublas…, libcudnn, libnvrtc, libnvJitLink
 _WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?P<rest>(-\d[^-]*)?-[^-]+-[^-]+-[^-]+)\.whl$")
@@ -84,14 +85,10 @@ def _tool(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path=os.path.dirname(sys.executable))
 
 
-def _is_relative(entry: str) -> bool:
-    return entry.startswith(("$ORIGIN", "${ORIGIN}"))
-
-
 def fix_runpaths(wheel: Path, scratch: Path) -> list[str]:
     """Drop every run path entry that is not `$ORIGIN`-relative (a build tree, /usr/local/cuda): with patchelf when
     there are any; without patchelf such a wheel is refused."""
-    bad = {m: [e for e in p if not _is_relative(e)] for m, p in elf_runpaths(wheel).items()}
+    bad = {m: [e for e in p if not relocatable(e)] for m, p in elf_runpaths(wheel).items()}
     bad = {m: b for m, b in bad.items() if b}
     if not bad:
         return []
@@ -104,7 +101,7 @@ def fix_runpaths(wheel: Path, scratch: Path) -> list[str]:
     _unpack(wheel, tree)
     fixed = []
     for member, entries in bad.items():
-        keep = [e for e in elf_runpaths_of(tree / member) if _is_relative(e)]
+        keep = [e for e in elf_runpaths_of(tree / member) if relocatable(e)]
         proc = subprocess.run([patchelf, "--set-rpath", ":".join(keep), str(tree / member)], capture_output=True,
                               text=True)
         if proc.returncode != 0:

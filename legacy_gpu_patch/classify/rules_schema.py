@@ -1,8 +1,8 @@
 """Schema of the classifier's rule files (legacy_gpu_patch/classify/rules/*.yaml), as data.
 
 A rule file is a mapping with `rules:` (an ordered list) and optionally `macros:` (named regex fragments written
-`{NAME}` inside patterns), `literal_sets:` (named prefilter lists), `triggers:` and `extended_triggers:` (the
-chunk-level literals that decide which lines are looked at at all), and `lead:` (try this file's rules first).
+`{NAME}` inside patterns), `literal_sets:` (named prefilter lists), `triggers:` (the literals that decide which
+lines are looked at at all: each is searched in every line of a log), and `lead:` (try this file's rules first).
 File order, then list order, is priority: the first rule that matches a line decides it, so exceptions (lines
 that look like errors but are not) come before the rules they protect against.
 """
@@ -84,7 +84,6 @@ RULES_FILE_SCHEMA = Map(
                                                                           what="an UPPERCASE name")),
                             default=dict),
         "triggers": Key(ListOf(Str()), default=list),
-        "extended_triggers": Key(ListOf(Str()), default=list),
         "rules": Key(ListOf(RULE_SCHEMA), default=list),
     },
     what="rules file",

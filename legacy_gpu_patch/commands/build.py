@@ -33,15 +33,27 @@ from legacy_gpu_patch.errors import ExitCode
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not show the build output while it runs.")
 @click.option("--dry-run", is_flag=True, help="Print the resolved commands and variables; run nothing.")
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="GREEN_LOG",
+              help="Report only findings this passing build's log does not have.")
+@click.option("--until-clean", is_flag=True,
+              help="Interactive: when a known patchset not in the recipe fixes the error, offer to add it and rebuild.")
 @click.pass_context
 def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str | None, jobs: int | None,
             targets: tuple[str, ...], launcher: str | None, cc: str | None, cxx: str | None, python: str | None,
-            log: Path | None, report_dir: Path | None, fmt: str, as_json: bool, quiet: bool, dry_run: bool) -> None:
+            log: Path | None, report_dir: Path | None, fmt: str, as_json: bool, quiet: bool, dry_run: bool,
+            baseline: Path | None = None, until_clean: bool = False) -> None:
     """Build the work tree with the recipe's build commands; classify errors live; write reports.
 
     Exit codes: 0 built, 9 a build command failed, 10 interrupted (Ctrl-C/SIGTERM; the report is still written).
     """
-    from legacy_gpu_patch.build.run import plan_commands, resolve_options, run_build
+    if until_clean:
+        from legacy_gpu_patch.authoring import until_clean as loop
+        from legacy_gpu_patch.commands._common import search_path
+
+        once = {**ctx.params, "until_clean": False}
+        sys.exit(loop.run(workdir, search_path(ctx), report_dir, lambda: _exit_code(ctx, once)))
+    from legacy_gpu_patch.build.options import BuildRequest, resolve_options
+    from legacy_gpu_patch.build.run import plan_commands, run_build
     from legacy_gpu_patch.build.runner import make_display
     from legacy_gpu_patch.classify.classifier import Classifier
     from legacy_gpu_patch.commands._common import search_path
@@ -53,10 +65,9 @@ def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str
     wt = WorkTree.open(workdir, shared=True)
     try:
         recipe = wt.recipe(search_path(ctx)) if hasattr(wt, "recipe") else _load_recipe(ctx, wt)
-        options = resolve_options(
-            wt.root, recipe, dict(wt.state.params), archs=archs or None, cuda=cuda, jobs=jobs, targets=targets,
-            launcher=launcher, python=python, cc=cc, cxx=cxx, log=log, report_dir=report_dir,
-        )
+        request = BuildRequest(archs=archs, cuda=cuda, jobs=jobs, targets=targets, launcher=launcher, python=python,
+                               cc=cc, cxx=cxx, log=log, report_dir=report_dir)
+        options = resolve_options(wt.root, recipe, dict(wt.state.params), request)
         con = console()
         for note in options.notes:
             con.print(f"[cyan]build:[/] {note}", highlight=False)
@@ -76,6 +87,12 @@ def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str
         if hasattr(wt, "release_lock"):
             wt.release_lock()
     report = outcome.report
+    if baseline is not None:  # findings of the passing build's log are known: drop them, rewrite the reports
+        from legacy_gpu_patch.classify.baseline import baseline_keys, new_findings
+        from legacy_gpu_patch.report.reports import write_reports
+
+        report.findings = new_findings(report.findings, baseline_keys(baseline))
+        write_reports(report, options.report_dir)
     emit(report, fmt, sys.stdout, con)
     write_step_summary(report)
     con.print(f"[dim]log: {options.log_path}  reports: {options.report_dir}[/]", highlight=False)
@@ -97,3 +114,12 @@ def _load_recipe(ctx: click.Context, wt: object) -> object:
     if state.recipe_file and Path(state.recipe_file).is_file():
         return load_recipe(Path(state.recipe_file), search)
     return find_recipe(state.recipe, search)
+
+
+def _exit_code(ctx: click.Context, params: dict[str, object]) -> int:
+    """One plain build (as without --until-clean); its exit code instead of the process exit."""
+    try:
+        ctx.invoke(command, **params)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0

@@ -38,7 +38,11 @@ def _open(log: str) -> tuple[BinaryIO, str]:
               help="Context lines kept before and after each finding.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="Findings shown in the text summary.")
-def command(log: str, as_json: bool, fmt: str | None, report_dir: Path | None, context: int, limit: int) -> None:
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="GREEN_LOG",
+              help="Report only findings this passing build's log does not have (paths, line numbers, temp names "
+                   "and timings ignored).")
+def command(log: str, as_json: bool, fmt: str | None, report_dir: Path | None, context: int, limit: int,
+            baseline: Path | None) -> None:
     """Classify the errors in a build log: category, cause, fix and the patchset that fixes each.
 
     Exit code 11 when error findings exist, 0 otherwise.
@@ -57,6 +61,10 @@ def command(log: str, as_json: bool, fmt: str | None, report_dir: Path | None, c
         if stream is not sys.stdin.buffer:
             stream.close()
     findings = c.findings()
+    if baseline is not None:
+        from legacy_gpu_patch.classify.baseline import baseline_keys, new_findings
+
+        findings = new_findings(findings, baseline_keys(baseline))
     has_errors = any(f.is_error for f in findings)
     code = ExitCode.FINDINGS if has_errors else ExitCode.OK
     report = Report(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from legacy_gpu_patch import console
 from legacy_gpu_patch.commands._common import collect_params, load, param_options
+from legacy_gpu_patch.config.source_schema import GitSource
 from legacy_gpu_patch.ledger.plan import make_plan, resolve_params
 
 
@@ -24,14 +27,14 @@ def command(ctx: click.Context, recipe: str, cuda: str | None, arch: str | None,
         console.emit_json({
             "recipe": r.name,
             "path": str(r.path),
-            "source": {"kind": r.source_kind, **r.source},
+            "source": {"kind": r.source_kind, **dataclasses.asdict(r.source)},
             "parameters": values,
             "steps": [
                 {"step": p.step.key, "kind": p.step.kind, "selected": p.selected, "reasons": list(p.reasons),
                  "digest": p.digest, "description": p.step.description}
                 for p in plan
             ],
-            "build": r.build,
+            "build": dataclasses.asdict(r.build) if r.build is not None else None,
             "notes": r.notes,
         })
         return
@@ -39,8 +42,8 @@ def command(ctx: click.Context, recipe: str, cuda: str | None, arch: str | None,
     out.print(f"[bold]{r.name}[/bold]  ({r.path})")
     out.print(r.description.strip())
     src = r.source
-    where = f"{src['url']} {src['ref']} @ {src['commit'][:12]}" if r.source_kind == "git" else (
-        f"{src.get('name')}=={src.get('version')} sha256:{src['sha256'][:12]}…")
+    where = f"{src.url} {src.ref} @ {src.commit[:12]}" if isinstance(src, GitSource) else (
+        f"{src.name}=={src.version} sha256:{src.sha256[:12]}…")
     out.print(f"source: {r.source_kind} {where}")
     out.print("parameters: " + ", ".join(f"{k}={v}" for k, v in values.items()))
     for i, p in enumerate(plan, 1):

@@ -11,6 +11,7 @@ from legacy_gpu_patch import console
 from legacy_gpu_patch.commands._common import search_path, workdir_option
 from legacy_gpu_patch.config.recipe import find_recipe
 from legacy_gpu_patch.errors import LgpatchError
+from legacy_gpu_patch.ledger import recovery
 from legacy_gpu_patch.ledger.plan import make_plan
 from legacy_gpu_patch.ledger.worktree import WorkTree
 
@@ -64,6 +65,7 @@ def command(ctx: click.Context, workdir: Path, as_json: bool) -> None:
         dirty = wt.dirty_paths()
         ledger = wt.ledger()
         head = wt.describe_head()
+        kept = recovery.rescued(wt.git)
     finally:
         wt.release_lock()
     if as_json:
@@ -71,6 +73,7 @@ def command(ctx: click.Context, workdir: Path, as_json: bool) -> None:
             "workdir": str(wt.root), "recipe": wt.state.recipe, "recipe_file": wt.state.recipe_file,
             "parameters": wt.state.params, "source": wt.state.source, "baseline": wt.baseline, "head": head,
             "steps": rows, "dirty": dirty, "foreign_commits": list(ledger.foreign), "problem": problem,
+            "rescued": [{"ref": k.ref, "commit": k.commit, "subject": k.subject, "date": k.date} for k in kept],
         })
         return
     out = console.console()
@@ -87,6 +90,11 @@ def command(ctx: click.Context, workdir: Path, as_json: bool) -> None:
         console.warn(f"cannot compare with the recipe: {problem}")
     if ledger.foreign:
         console.warn(f"{len(ledger.foreign)} commit(s) on top not made by lgpatch")
+    for k in kept:
+        out.print(f"[yellow]rescued:[/yellow] {k.ref} ({k.date}): {k.subject}")
+    if kept:
+        console.note("rescued partial changes: `git show REF` shows one, `git cherry-pick --no-commit REF` brings "
+                     "it back, `git update-ref -d REF` drops it")
     if dirty:
         out.print(f"[yellow]dirty:[/yellow] {len(dirty)} uncommitted path(s): " + ", ".join(dirty[:5])
                   + (" …" if len(dirty) > 5 else ""))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from legacy_gpu_patch.config.schema import WHEN, Bool, Key, ListOf, Map, MapOf, Str, relpath_check
 
 PHASES = ("setup", "configure", "build", "wheel", "test")
@@ -31,3 +35,30 @@ BUILD_SCHEMA = Map(
     },
     what="build section",
 )
+
+
+@dataclass(frozen=True)
+class BuildCommand:
+    name: str
+    phase: str
+    argv: tuple[str, ...]  # ${param} and build variables not yet substituted
+    env: Mapping[str, str]
+    cwd: str
+    when: dict[str, Any] | None
+    optional: bool
+
+
+@dataclass(frozen=True)
+class BuildSection:
+    env: Mapping[str, str]
+    commands: tuple[BuildCommand, ...]
+    wheel_dir: str
+
+
+def make_build(data: dict[str, Any]) -> BuildSection:
+    """The validated `build:` mapping as its frozen type."""
+    commands = tuple(
+        BuildCommand(c["name"], c["phase"], tuple(c["argv"]), dict(c["env"]), c["cwd"], c["when"], c["optional"])
+        for c in data["commands"]
+    )
+    return BuildSection(dict(data["env"]), commands, data["wheel_dir"])

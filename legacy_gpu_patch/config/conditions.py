@@ -15,7 +15,8 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-ARCH_RE = re.compile(r"^(sm|compute)_(\d{2,3})([a-z]?)(\+ptx)?$")
+from legacy_gpu_patch.config.gpuarch import ArchSyntaxError, parse_arch
+
 _OPS = ("==", "!=", ">=", "<=", ">", "<")
 
 
@@ -27,11 +28,11 @@ def parse_version(text: str) -> Version:
 
 
 def arch_number(text: str) -> int:
-    """sm_86 → 86, sm_100a → 100, compute_90 → 90, sm_86+ptx → 86."""
-    m = ARCH_RE.match(str(text).strip())
-    if not m:
-        raise ValueError(f"{text!r} is not a GPU architecture (like sm_86 or sm_90)")
-    return int(m.group(2))
+    """sm_86 → 86, sm_100a → 100, compute_90 → 90, sm_86+ptx → 86 (a recipe's spelling: gpuarch.parse_arch)."""
+    try:
+        return parse_arch(str(text), recipe_value=True).number
+    except ArchSyntaxError:
+        raise ValueError(f"{text!r} is not a GPU architecture (like sm_86 or sm_90)") from None
 
 
 def _split_alternatives(cond: Any) -> list[Any]:

@@ -1,124 +1,55 @@
-"""Recipes and patchsets: schemas (as data), frozen typed objects, and lookup by name or alias.
+"""Recipes: the recipe schema (as data), the frozen Recipe, and lookup by name, alias or path.
 
-A recipe pins a source and lists ordered steps: references to patchsets (folders under patchsets/) or inline steps.
-Everything is validated once, at load time, with errors that name file, line and key path.
+A recipe pins a source and lists ordered steps: references to patchsets (folders under patchsets/, see
+patchset.py) or inline steps. Everything is validated once, at load time, with errors that name file, line and key
+path; the sections are then frozen typed objects (source_schema, build_schema, verify_schema), never dicts.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from legacy_gpu_patch.config import conditions
-from legacy_gpu_patch.config.build_schema import BUILD_SCHEMA
-from legacy_gpu_patch.config.resources import builtin_patchsets_dir, builtin_recipes_dir
+from legacy_gpu_patch.config.build_schema import BUILD_SCHEMA, BuildSection, make_build
+from legacy_gpu_patch.config.params import PARAM_SCHEMA, Param, check_param, check_when, param_problem
+from legacy_gpu_patch.config.patchset import (
+    NAME,
+    NAME_WHAT,
+    STEP_SCHEMA,
+    TEMPLATED,
+    PatchBody,
+    Patchset,
+    Step,
+    display,
+    item_lines,
+    load_patchset,
+    steps_from,
+)
 from legacy_gpu_patch.config.schema import (
     WHEN,
     AnyOf,
-    Bool,
     Ctx,
-    Int,
     Key,
     ListOf,
     Map,
     MapOf,
-    Scalar,
     Str,
     did_you_mean,
-    regex_check,
-    relpath_check,
 )
-from legacy_gpu_patch.config.verify_schema import VERIFY_SCHEMA
+from legacy_gpu_patch.config.search import RECIPE_PATH_ENV, SearchPath
+from legacy_gpu_patch.config.source_schema import SOURCE_SCHEMA, Source, make_source
+from legacy_gpu_patch.config.verify_schema import VERIFY_SCHEMA, Probe, make_probe
 from legacy_gpu_patch.config.yamlio import LineDict, load_file
 from legacy_gpu_patch.errors import ConfigError
 
-NAME = r"[a-z0-9][a-z0-9.+_-]*"
-NAME_WHAT = "a name of lowercase letters, digits, '.', '+', '_', '-'"
-SHA256 = r"[0-9a-f]{64}"
-COMMIT = r"[0-9a-f]{40}"
-RECIPE_PATH_ENV = "LGPATCH_RECIPE_PATH"
-PATCHSET_PATH_ENV = "LGPATCH_PATCHSET_PATH"
-
-STEP_KINDS = ("patch", "url-patch", "regex", "insert", "backport")
-PARAM_KINDS = ("version", "arch", "bool", "string")
-DETECTORS = ("python", "cuda")
-
-# --------------------------------------------------------------------------------------------- step schemas
-
-_regex = Str(check=regex_check, what="a regular expression")
-_rel = Str(check=relpath_check, what="a relative path")
-
-STEP_BODIES: dict[str, Any] = {
-    "patch": _rel,  # a unified diff in the patchset folder
-    "url-patch": Map(
-        {
-            "url": Key(Str(pattern=r"https?://\S+", what="an http(s) URL"), required=True),
-            "sha256": Key(Str(pattern=SHA256, what="64 lowercase hex digits"), required=True),
-            "strip": Key(Int(minimum=0), default=1),
-        },
-        what="url-patch mapping",
-    ),
-    "regex": Map(
-        {
-            "files": Key(ListOf(Str(), min_items=1, single_ok=True), required=True),
-            "exclude": Key(ListOf(Str(), single_ok=True), default=list),
-            "pattern": Key(_regex, required=True),
-            "replace": Key(Str(allow_numbers=True), required=True),
-            "word": Key(Bool(), default=True),  # wrap the pattern in word boundaries
-            "on_missing": Key(Str(choices=("error", "warn", "ignore")), default="error"),
-            "count": Key(Int(minimum=0), default=None),  # expected number of replacements (a guard against drift)
-        },
-        what="regex mapping",
-    ),
-    "insert": Map(
-        {
-            "file": Key(_rel, required=True),
-            "text": Key(Str(), required=True),
-            "after": Key(_regex, default=None),
-            "before": Key(_regex, default=None),
-            "at": Key(Str(choices=("end", "start")), default=None),
-            "on_missing": Key(Str(choices=("error", "warn", "ignore")), default="error"),
-        },
-        what="insert mapping",
-    ),
-    "backport": Map(
-        {
-            "repo": Key(Str(), default=None),  # default: the recipe's git source
-            "ref": Key(Str(allow_numbers=True), required=True),
-            "commit": Key(Str(pattern=COMMIT, what="a full 40-hex commit id"), required=True),
-            "files": Key(ListOf(_rel, min_items=1), required=True),
-        },
-        what="backport mapping",
-    ),
-}
-
-STEP_SCHEMA = Map(
-    {
-        "id": Key(Str(pattern=NAME, what=NAME_WHAT), required=True),
-        "description": Key(Str(), default=""),
-        "when": Key(WHEN, default=None),
-        **{kind: Key(body) for kind, body in STEP_BODIES.items()},
-    },
-    one_of=STEP_KINDS,
-    what="step mapping",
-    one_of_why="a step does one thing",
-)
-
-PATCHSET_SCHEMA = Map(
-    {
-        "name": Key(Str(pattern=NAME, what=NAME_WHAT), required=True),
-        "description": Key(Str(), required=True),
-        "mirrors": Key(Str(), default=""),  # the upstream change this patchset mirrors
-        "when": Key(WHEN, default=None),
-        "steps": Key(ListOf(STEP_SCHEMA, min_items=1), required=True),
-    },
-    what="patchset mapping",
-)
+# Re-exported: callers look recipes up with a SearchPath and read their Steps.
+__all__ = ["Param", "Recipe", "RecipeEntry", "SearchPath", "Step", "all_recipes", "find_recipe", "load_recipe",
+           "param_problem"]
 
 RECIPE_STEP_SCHEMA = AnyOf(
     [
@@ -129,55 +60,6 @@ RECIPE_STEP_SCHEMA = AnyOf(
         (lambda v: isinstance(v, dict), STEP_SCHEMA),
     ],
     what="a patchset name, {patchset: NAME, when: ...} or an inline step",
-)
-
-PARAM_SCHEMA = Map(
-    {
-        "type": Key(Str(choices=PARAM_KINDS), default="string"),
-        "default": Key(Scalar(), required=True),
-        "choices": Key(ListOf(Scalar()), default=None),
-        "allowed": Key(Str(), default=None),  # a range for version/arch parameters
-        "detect": Key(Str(choices=DETECTORS), default=None),  # used when default is "auto"
-        # A string parameter's values must match this (whole) regex: values reach source files through templates.
-        "pattern": Key(Str(check=regex_check, what="a regular expression"), default=None),
-        "description": Key(Str(), default=""),
-    },
-    what="parameter mapping",
-)
-
-SOURCE_SCHEMA = Map(
-    {
-        "git": Key(
-            Map(
-                {
-                    "url": Key(Str(), required=True),
-                    "ref": Key(Str(allow_numbers=True), required=True),
-                    "commit": Key(Str(pattern=COMMIT, what="a full 40-hex commit id"), required=True),
-                    # true: all, recursively; or the paths the build needs (PyTorch has ~30, a CUDA build needs ~10)
-                    "submodules": Key(AnyOf([(lambda v: isinstance(v, list),
-                                              ListOf(Str(check=relpath_check, what="a submodule path"), min_items=1)),
-                                             (lambda v: True, Bool())], what="true/false or a list of submodule paths"),
-                                      default=False),
-                },
-                what="git source",
-            )
-        ),
-        "sdist": Key(
-            Map(
-                {
-                    "name": Key(Str(), default=None),
-                    "version": Key(Str(allow_numbers=True), default=None),
-                    "url": Key(Str(pattern=r"https?://\S+", what="an http(s) URL"), default=None),
-                    "sha256": Key(Str(pattern=SHA256, what="64 lowercase hex digits"), required=True),
-                    "index": Key(Str(), default="https://pypi.org/simple"),
-                },
-                what="sdist source",
-            )
-        ),
-    },
-    one_of=("git", "sdist"),
-    what="source mapping",
-    one_of_why="a recipe has one source",
 )
 
 RECIPE_SCHEMA = Map(
@@ -201,50 +83,6 @@ RECIPE_SCHEMA = Map(
 
 
 @dataclass(frozen=True)
-class Param:
-    name: str
-    kind: str
-    default: Any
-    choices: tuple[Any, ...] | None
-    allowed: str | None
-    detect: str | None
-    description: str
-    pattern: str | None = None
-
-
-@dataclass(frozen=True)
-class Step:
-    """One atomic unit of change; `patchset` is the folder its files are relative to (None for inline steps)."""
-
-    id: str
-    kind: str
-    body: Any
-    description: str
-    when: dict[str, Any] | None
-    patchset: str
-    base_dir: Path
-    source_file: str
-    line: int
-    index: int = 0  # position in its patchset's (or the recipe's) steps list, for error paths
-    body_lines: tuple[tuple[str, int], ...] = ()  # line of each key of the step's body mapping
-
-    @property
-    def key(self) -> str:
-        return f"{self.patchset}/{self.id}"
-
-
-@dataclass(frozen=True)
-class Patchset:
-    name: str
-    description: str
-    mirrors: str
-    when: dict[str, Any] | None
-    steps: tuple[Step, ...]
-    path: Path
-    when_line: int = 0
-
-
-@dataclass(frozen=True)
 class RecipeEntry:
     """A recipe step as written: a patchset (with the recipe-level `when`) or an inline step."""
 
@@ -252,19 +90,24 @@ class RecipeEntry:
     when: dict[str, Any] | None
     step: Step | None
 
+    def steps(self) -> tuple[Step, ...]:
+        if self.step is not None:
+            return (self.step,)
+        return self.patchset.steps if self.patchset is not None else ()
+
 
 @dataclass(frozen=True)
 class Recipe:
     name: str
     aliases: tuple[str, ...]
     description: str
-    source_kind: str  # "git" | "sdist"
-    source: dict[str, Any]
+    source_kind: str  # "git" | "sdist" (source.kind)
+    source: Source
     params: dict[str, Param]
     entries: tuple[RecipeEntry, ...]
     ignore: tuple[str, ...]
-    build: dict[str, Any] | None
-    verify: tuple[dict[str, Any], ...]
+    build: BuildSection | None
+    verify: tuple[Probe, ...]
     notes: str
     path: Path
     digest: str = field(default="")
@@ -273,156 +116,16 @@ class Recipe:
         return {name: p.kind for name, p in self.params.items()}
 
 
-# --------------------------------------------------------------------------------------------- loading
-
-
-def _steps_from(raw_steps: list[dict[str, Any]], lines: list[int], patchset: str, base_dir: Path,
-                source: str, raw_items: list[Any] | None = None, first_index: int = 0) -> list[Step]:
-    steps = []
-    seen: dict[str, int] = {}
-    for i, raw in enumerate(raw_steps):
-        line = lines[i] if i < len(lines) else 0
-        if raw["id"] in seen:
-            raise Ctx(source, f"steps[{i}].id", line).error(
-                f"duplicate step id {raw['id']!r} (also steps[{seen[raw['id']]}])"
-            )
-        seen[raw["id"]] = i
-        kind = next(k for k in STEP_KINDS if k in raw)
-        original = raw_items[i] if raw_items is not None and i < len(raw_items) else None
-        body = original.get(kind) if isinstance(original, LineDict) else None
-        body_lines = tuple(body.key_lines.items()) if isinstance(body, LineDict) else ()
-        steps.append(
-            Step(
-                id=raw["id"],
-                kind=kind,
-                body=raw[kind],
-                description=raw.get("description", ""),
-                when=raw.get("when"),
-                patchset=patchset,
-                base_dir=base_dir,
-                source_file=source,
-                line=line,
-                index=first_index + i,
-                body_lines=body_lines,
-            )
-        )
-    return steps
-
-
-def _item_lines(data: Any, key: str) -> list[int]:
-    value = data.get(key) if isinstance(data, dict) else None
-    return list(getattr(value, "item_lines", []))
-
-
-def load_patchset(folder: Path) -> Patchset:
-    manifest = folder / "patchset.yaml"
-    shown = _display(manifest)
-    if not manifest.is_file():
-        raise ConfigError(f"{shown}: patchset manifest not found")
-    raw = load_file(manifest, shown)
-    data = PATCHSET_SCHEMA.validate(raw, Ctx(shown, "", getattr(raw, "line", 0)))
-    if data["name"] != folder.name:
-        raise Ctx(shown, "name", _key_line(raw, "name")).error(
-            f"patchset name {data['name']!r} must equal its folder name {folder.name!r}"
-        )
-    steps = _steps_from(data["steps"], _item_lines(raw, "steps"), data["name"], folder, shown,
-                        list(raw.get("steps") or []))
-    for i, step in enumerate(steps):
-        if step.kind == "patch":
-            target = folder / step.body
-            if not target.is_file():
-                raise Ctx(shown, f"steps[{i}].patch", step.line).error(
-                    f"patch file {step.body!r} not found in {_display(folder)}"
-                )
-    return Patchset(data["name"], data["description"], data["mirrors"], data["when"], tuple(steps), folder,
-                    _key_line(raw, "when"))
-
-
-def _key_line(raw: Any, key: str) -> int:
-    return raw.key_lines.get(key, 0) if isinstance(raw, LineDict) else 0
-
-
-def _display(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
-
-
-@dataclass(frozen=True)
-class SearchPath:
-    """Where recipes and patchsets are looked up, user folders first (they may override built-ins)."""
-
-    recipe_dirs: tuple[Path, ...]
-    patchset_dirs: tuple[Path, ...]
-
-    @classmethod
-    def from_options(cls, extra_recipe_dirs: Sequence[str | Path] = ()) -> SearchPath:
-        user: list[Path] = [Path(p) for p in extra_recipe_dirs]
-        env = os.environ.get(RECIPE_PATH_ENV, "")
-        user += [Path(p) for p in env.split(os.pathsep) if p]
-        recipe_dirs = [*user, builtin_recipes_dir()]
-        patchset_dirs: list[Path] = []
-        env_ps = os.environ.get(PATCHSET_PATH_ENV, "")
-        patchset_dirs += [Path(p) for p in env_ps.split(os.pathsep) if p]
-        for d in user:
-            patchset_dirs += [d / "patchsets", d.parent / "patchsets"]
-        patchset_dirs.append(builtin_patchsets_dir())
-        return cls(tuple(recipe_dirs), tuple(patchset_dirs))
-
-    def for_recipe_file(self, path: Path) -> SearchPath:
-        """A recipe given by path finds the patchsets beside it first (its folder's patchsets/ or ../patchsets/)."""
-        here = path.resolve().parent
-        extra = tuple(d for d in (here / "patchsets", here.parent / "patchsets") if d not in self.patchset_dirs)
-        return SearchPath(self.recipe_dirs, extra + self.patchset_dirs)
-
-    def recipe_files(self) -> list[Path]:
-        seen: set[str] = set()
-        files = []
-        for d in self.recipe_dirs:
-            if not d.is_dir():
-                continue
-            for f in sorted(d.glob("*.yaml")) + sorted(d.glob("*.yml")):
-                if f.stem not in seen:
-                    seen.add(f.stem)
-                    files.append(f)
-        return files
-
-    def find_patchset(self, name: str) -> Path | None:
-        for d in self.patchset_dirs:
-            candidate = d / name
-            if (candidate / "patchset.yaml").is_file():
-                return candidate
-        return None
-
-    def patchset_names(self) -> list[str]:
-        names: set[str] = set()
-        for d in self.patchset_dirs:
-            if d.is_dir():
-                names.update(p.parent.name for p in d.glob("*/patchset.yaml"))
-        return sorted(names)
-
-
-def check_when(when: dict[str, Any] | None, params: dict[str, Param], ctx: Ctx) -> None:
-    for name, cond in (when or {}).items():
-        if name not in params:
-            raise ctx.child("when").child(name).error(
-                f"unknown parameter{did_you_mean(name, params)}; this recipe has: {', '.join(params) or 'none'}"
-            )
-        problem = conditions.check_condition(params[name].kind, cond)
-        if problem:
-            raise ctx.child("when").child(name).error(problem)
-
-
-TEMPLATED = {"regex": "replace", "insert": "text"}  # the step fields where ${param} is substituted
+# --------------------------------------------------------------------------------------------- checks
 
 
 def check_templates(step: Step, params: dict[str, Param], ctx: Ctx) -> None:
     """Every ${name} a step uses must be a parameter: caught when the recipe loads, not halfway through apply."""
-    field_name = TEMPLATED.get(step.kind)
-    if field_name is None:
+    text = step.templated_text()
+    if text is None:
         return
-    for name in sorted(conditions.template_names(step.body[field_name])):
+    field_name = TEMPLATED[step.kind]
+    for name in sorted(conditions.template_names(text)):
         if name not in params:
             line = dict(step.body_lines).get(field_name) or ctx.line
             raise ctx.child(step.kind).child(field_name, line).error(
@@ -431,118 +134,103 @@ def check_templates(step: Step, params: dict[str, Param], ctx: Ctx) -> None:
             )
 
 
-def _check_param(name: str, p: dict[str, Any], ctx: Ctx) -> Param:
-    kind = p["type"]
-    default = p["default"]
-    if p["allowed"] is not None:
-        if kind not in ("version", "arch"):
-            raise ctx.child("allowed").error("'allowed' ranges apply to version and arch parameters only")
-        problem = conditions.check_condition(kind, p["allowed"])
-        if problem:
-            raise ctx.child("allowed").error(problem)
-    if default == "auto" and not p["detect"] and kind != "string":
-        raise ctx.child("default").error("'auto' needs 'detect: python' or 'detect: cuda'")
-    param = Param(name, kind, default, tuple(p["choices"]) if p["choices"] else None, p["allowed"], p["detect"],
-                  p["description"], p["pattern"])
-    if default != "auto":
-        problem = param_problem(param, default)
-        if problem:
-            raise ctx.child("default").error(problem)
-    return param
+# --------------------------------------------------------------------------------------------- loading
 
 
-def param_problem(param: Param, value: Any) -> str | None:
-    """Why `value` is not valid for `param`, or None."""
-    try:
-        if param.kind == "version":
-            conditions.parse_version(str(value))
-        elif param.kind == "arch":
-            conditions.arch_number(str(value))
-        elif param.kind == "bool" and not isinstance(value, bool):
-            return f"expected true or false, got {value!r}"
-    except ValueError as exc:
-        return str(exc)
-    if param.choices is not None and str(value) not in {str(c) for c in param.choices}:
-        choices = [str(c) for c in param.choices]
-        return f"{value!r} is not one of {', '.join(choices)}{did_you_mean(str(value), choices)}"
-    if param.pattern is not None and not re.fullmatch(param.pattern, str(value)):
-        return f"{value!r} does not match the pattern {param.pattern!r}"
-    if param.allowed is not None and not conditions.holds(param.kind, param.allowed, value):
-        return f"{value!r} is outside the allowed range {param.allowed}"
-    return None
+class _EntryLoader:
+    """Turns the validated `steps:` list into RecipeEntries, checking names, `when:` and templates."""
+
+    def __init__(self, path: Path, raw: Any, params: dict[str, Param], search: SearchPath) -> None:
+        self.path, self.raw, self.params, self.search = path, raw, params, search
+        self.seen: set[str] = set()
+
+    def patchset(self, item: str | dict[str, Any], ctx: Ctx) -> RecipeEntry:
+        name = item if isinstance(item, str) else item["patchset"]
+        when = None if isinstance(item, str) else item.get("when")
+        check_when(when, self.params, ctx)
+        folder = self.search.find_patchset(name)
+        if folder is None:
+            raise ctx.error(
+                f"patchset {name!r} not found{did_you_mean(name, self.search.patchset_names())}; looked in "
+                + ", ".join(display(d) for d in self.search.patchset_dirs)
+            )
+        ps = load_patchset(folder)
+        if name in self.seen:
+            raise ctx.error(f"patchset {name!r} is listed twice")
+        self.seen.add(name)
+        check_when(ps.when, self.params, Ctx(display(folder / "patchset.yaml"), "", ps.when_line))
+        for step in ps.steps:
+            step_ctx = Ctx(step.source_file, f"steps[{step.index}]", step.line)
+            check_when(step.when, self.params, step_ctx)
+            check_templates(step, self.params, step_ctx)
+        return RecipeEntry(ps, when, None)
+
+    def inline(self, item: dict[str, Any], i: int, ctx: Ctx) -> RecipeEntry:
+        raw_steps = self.raw.get("steps") if isinstance(self.raw, dict) else None
+        raw_item = raw_steps[i] if isinstance(raw_steps, list) and i < len(raw_steps) else None
+        step = steps_from([item], [ctx.line], "recipe", self.path.parent, ctx.source, [raw_item], i)[0]
+        if f"recipe/{step.id}" in self.seen:
+            raise ctx.error(f"duplicate inline step id {step.id!r}")
+        self.seen.add(f"recipe/{step.id}")
+        check_when(step.when, self.params, ctx)
+        check_templates(step, self.params, ctx)
+        if isinstance(step.body, PatchBody) and not (self.path.parent / step.body.path).is_file():
+            raise ctx.child("patch").error(f"patch file {step.body.path!r} not found next to the recipe")
+        return RecipeEntry(None, None, step)
 
 
-def load_recipe(path: Path, search: SearchPath) -> Recipe:
-    search = search.for_recipe_file(path)
-    shown = _display(path)
-    raw = load_file(path, shown)
-    root = Ctx(shown, "", getattr(raw, "line", 0))
-    data = RECIPE_SCHEMA.validate(raw, root)
-    lines = getattr(raw, "key_lines", {})
-    params = {
-        name: _check_param(name, p, root.child("parameters").child(name, _param_line(raw, name)))
-        for name, p in data["parameters"].items()
-    }
-    entries: list[RecipeEntry] = []
-    step_lines = _item_lines(raw, "steps")
-    inline: list[dict[str, Any]] = []
-    seen_keys: set[str] = set()
+def _entries(path: Path, raw: Any, data: dict[str, Any], params: dict[str, Param], search: SearchPath,
+             root: Ctx) -> tuple[RecipeEntry, ...]:
+    loader = _EntryLoader(path, raw, params, search)
+    step_lines = item_lines(raw, "steps")
+    top_line = getattr(raw, "key_lines", {}).get("steps")
+    entries = []
     for i, item in enumerate(data["steps"]):
-        ctx = root.child("steps").child(i, step_lines[i] if i < len(step_lines) else lines.get("steps"))
+        ctx = root.child("steps").child(i, step_lines[i] if i < len(step_lines) else top_line)
         if isinstance(item, str) or "patchset" in item:
-            name = item if isinstance(item, str) else item["patchset"]
-            when = None if isinstance(item, str) else item.get("when")
-            check_when(when, params, ctx)
-            folder = search.find_patchset(name)
-            if folder is None:
-                raise ctx.error(
-                    f"patchset {name!r} not found{did_you_mean(name, search.patchset_names())}; looked in "
-                    + ", ".join(_display(d) for d in search.patchset_dirs)
-                )
-            ps = load_patchset(folder)
-            if name in seen_keys:
-                raise ctx.error(f"patchset {name!r} is listed twice")
-            seen_keys.add(name)
-            check_when(ps.when, params, Ctx(_display(folder / "patchset.yaml"), "", ps.when_line))
-            for step in ps.steps:
-                step_ctx = Ctx(step.source_file, f"steps[{step.index}]", step.line)
-                check_when(step.when, params, step_ctx)
-                check_templates(step, params, step_ctx)
-            entries.append(RecipeEntry(ps, when, None))
+            entries.append(loader.patchset(item, ctx))
         else:
-            inline.append(item)
-            raw_steps = raw.get("steps") if isinstance(raw, dict) else None
-            raw_item = raw_steps[i] if isinstance(raw_steps, list) and i < len(raw_steps) else None
-            step = _steps_from([item], [ctx.line], "recipe", path.parent, shown, [raw_item], i)[0]
-            if f"recipe/{step.id}" in seen_keys:
-                raise ctx.error(f"duplicate inline step id {step.id!r}")
-            seen_keys.add(f"recipe/{step.id}")
-            check_when(step.when, params, ctx)
-            check_templates(step, params, ctx)
-            if step.kind == "patch" and not (path.parent / step.body).is_file():
-                raise ctx.child("patch").error(f"patch file {step.body!r} not found next to the recipe")
-            entries.append(RecipeEntry(None, None, step))
+            entries.append(loader.inline(item, i, ctx))
+    return tuple(entries)
+
+
+def _check_sections(raw: Any, data: dict[str, Any], params: dict[str, Param], root: Ctx) -> None:
+    """`when:` of build commands and probes, and an sdist that says where it comes from."""
     for j, cmd in enumerate((data["build"] or {}).get("commands", [])):
         check_when(cmd.get("when"), params, root.child("build").child("commands").child(j))
     for j, probe in enumerate(data["verify"]):
         check_when(probe.get("when"), params, root.child("verify").child(j))
-    source_kind = "git" if "git" in data["source"] else "sdist"
-    source = data["source"][source_kind]
-    if source_kind == "sdist" and not source.get("url") and not (source.get("name") and source.get("version")):
+    sdist = data["source"].get("sdist")
+    if sdist is not None and not sdist.get("url") and not (sdist.get("name") and sdist.get("version")):
         raw_source = raw.get("source") if isinstance(raw, dict) else None
         line = raw_source.key_lines.get("sdist") if isinstance(raw_source, LineDict) else None
         raise root.child("source").child("sdist", line).error("needs either 'url' or both 'name' and 'version'")
+
+
+def load_recipe(path: Path, search: SearchPath) -> Recipe:
+    search = search.for_recipe_file(path)
+    shown = display(path)
+    raw = load_file(path, shown)
+    root = Ctx(shown, "", getattr(raw, "line", 0))
+    data = RECIPE_SCHEMA.validate(raw, root)
+    params = {
+        name: check_param(name, p, root.child("parameters").child(name, _param_line(raw, name)))
+        for name, p in data["parameters"].items()
+    }
+    entries = _entries(path, raw, data, params, search, root)
+    _check_sections(raw, data, params, root)
+    source = make_source(data["source"])
     return Recipe(
         name=data["name"],
         aliases=tuple(data["aliases"]),
         description=data["description"],
-        source_kind=source_kind,
+        source_kind=source.kind,
         source=source,
         params=params,
-        entries=tuple(entries),
+        entries=entries,
         ignore=tuple(data["ignore"]),
-        build=data["build"],
-        verify=tuple(data["verify"]),
+        build=make_build(data["build"]) if data["build"] is not None else None,
+        verify=tuple(make_probe(p) for p in data["verify"]),
         notes=data["notes"],
         path=path,
         digest=hashlib.sha256(path.read_bytes()).hexdigest(),
@@ -552,6 +240,9 @@ def load_recipe(path: Path, search: SearchPath) -> Recipe:
 def _param_line(raw: Any, name: str) -> int | None:
     params = raw.get("parameters") if isinstance(raw, dict) else None
     return params.key_lines.get(name) if isinstance(params, LineDict) else None
+
+
+# --------------------------------------------------------------------------------------------- lookup
 
 
 def _quick_names(path: Path) -> tuple[str, list[str]]:
@@ -580,7 +271,7 @@ def find_recipe(name_or_path: str, search: SearchPath) -> Recipe:
     if name_or_path in known:
         recipe = load_recipe(known[name_or_path], search)
         if name_or_path not in (recipe.name, known[name_or_path].stem, *recipe.aliases):
-            raise ConfigError(f"{_display(known[name_or_path])}: alias index out of date for {name_or_path!r}")
+            raise ConfigError(f"{display(known[name_or_path])}: alias index out of date for {name_or_path!r}")
         return recipe
     raise ConfigError(
         f"no recipe named {name_or_path!r}{did_you_mean(name_or_path, known)}",

@@ -8,7 +8,11 @@ the build's Python), into a scratch folder that `${gen}` names.
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Union
 
 from legacy_gpu_patch.config.schema import WHEN, AnyOf, Key, ListOf, Map, MapOf, Scalar, Str, relpath_check
 
@@ -65,8 +69,53 @@ PROBE_SCHEMA = Map(
 VERIFY_SCHEMA = ListOf(PROBE_SCHEMA)
 
 
-def probe_setup_key(step: dict[str, Any]) -> str:
-    """A stable identity for a setup step, so that steps shared by several probes run once per tree."""
-    import json
+@dataclass(frozen=True)
+class ConfigureSetup:
+    """Emulates CMake's configure_file: `template` (in the tree) → `out` (in ${gen}) with `define` applied."""
 
-    return json.dumps(step, sort_keys=True, default=str)
+    template: str
+    out: str
+    define: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    argv: tuple[str, ...]  # ${...} rendered when it runs
+
+
+SetupStep = Union[ConfigureSetup, RunSetup]
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    file: str
+    lang: str  # cuda | cxx
+    flags: tuple[str, ...]
+    include: tuple[str, ...]
+    requires: tuple[str, ...]
+    setup: tuple[SetupStep, ...]
+    snippet: str | None
+    unpatched: str  # fail | pass | any
+    expect_error: str | None
+    skip: str | None
+    when: dict[str, Any] | None
+
+
+def _make_setup(data: dict[str, Any]) -> SetupStep:
+    if "configure" in data:
+        spec = data["configure"]
+        return ConfigureSetup(spec["in"], spec["out"], dict(spec["define"]))
+    return RunSetup(tuple(data["run"]))
+
+
+def make_probe(data: dict[str, Any]) -> Probe:
+    """One validated probe mapping (defaults filled in) as its frozen type."""
+    return Probe(data["name"], data["file"], data["lang"], tuple(data["flags"]), tuple(data["include"]),
+                 tuple(data["requires"]), tuple(_make_setup(s) for s in data["setup"]), data["snippet"],
+                 data["unpatched"], data["expect_error"], data["skip"], data["when"])
+
+
+def probe_setup_key(step: SetupStep) -> str:
+    """A stable identity for a setup step, so that steps shared by several probes run once per tree."""
+    return json.dumps([type(step).__name__, dataclasses.asdict(step)], sort_keys=True, default=str)

@@ -33,7 +33,7 @@ class _Loader(yaml.SafeLoader):
 
     source_name = "<yaml>"
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:  # type: ignore[override]
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:
         result = LineDict()
         result.line = node.start_mark.line + 1
         result.key_lines = {}
@@ -54,7 +54,7 @@ class _Loader(yaml.SafeLoader):
             result.key_lines[key] = key_node.start_mark.line + 1
         return result
 
-    def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LineList:  # type: ignore[override]
+    def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LineList:
         result = LineList(self.construct_object(child, deep=True) for child in node.value)
         result.line = node.start_mark.line + 1
         result.item_lines = [child.start_mark.line + 1 for child in node.value]

@@ -33,6 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from legacy_gpu_patch.cuda.jit_disk import can_write, dir_usage, filesystem_type, human, parse_size
+
+# Re-exported: `jit_cache as jc` is the one import of callers (the disk helpers live in jit_disk.py).
+__all__ = ["CacheStatus", "WarmResult", "apply_settings", "can_write", "default_path", "dir_usage", "filesystem_type",
+           "human", "lgpatch_fallback_path", "parse_size", "recommended_env", "recommended_path", "render_env",
+           "status", "warm"]
+
 MAX_BYTES = 4 * 1024**3  # the driver's maximum CUDA_CACHE_MAXSIZE
 DEFAULT_BYTES = 1024**3  # the guide's default on desktop/server platforms (driver-dependent; 256 MiB older/embedded)
 OLD_DEFAULT_BYTES = 256 * 1024**2
@@ -57,66 +64,6 @@ def lgpatch_fallback_path(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
     return Path(base) / "lgpatch" / "cuda-jit-cache"
-
-
-def dir_usage(path: Path) -> tuple[int, int]:
-    """(bytes, files) under `path`; (0, 0) when it does not exist."""
-    total = files = 0
-    if not path.is_dir():
-        return 0, 0
-    for root, _dirs, names in os.walk(path):
-        for n in names:
-            try:
-                total += os.lstat(os.path.join(root, n)).st_size
-                files += 1
-            except OSError:
-                pass
-    return total, files
-
-
-def can_write(path: Path) -> bool:
-    """Writable if it exists and we may write it, or if its nearest existing parent lets us create it."""
-    p = path
-    while not p.exists():
-        if p.parent == p:
-            return False
-        p = p.parent
-    return p.is_dir() and os.access(p, os.W_OK | os.X_OK)
-
-
-def filesystem_type(path: Path, mounts_file: str = "/proc/mounts") -> str | None:
-    """The filesystem type holding `path` (longest mount-point prefix in /proc/mounts), e.g. 'tmpfs'."""
-    try:
-        lines = Path(mounts_file).read_text().splitlines()
-    except OSError:
-        return None
-    target = str(path.resolve() if path.exists() else path)
-    best, best_type = "", None
-    for line in lines:
-        parts = line.split()
-        if len(parts) < 3:
-            continue
-        mnt = parts[1].replace("\\040", " ")
-        if (target == mnt or target.startswith(mnt.rstrip("/") + "/")) and len(mnt) > len(best):
-            best, best_type = mnt, parts[2]
-    return best_type
-
-
-def parse_size(text: str) -> int | None:
-    """'4294967296' → 4294967296; None when not an integer (the driver reads plain bytes)."""
-    try:
-        return int(str(text).strip())
-    except ValueError:
-        return None
-
-
-def human(n: int | None) -> str:
-    if n is None:
-        return "?"
-    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 @dataclass(frozen=True)

@@ -175,14 +175,14 @@ def plan(toolkit_version: str, gpu: str | int, *, driver: str | None = None, dri
         best = compatible[-1]
         ptx_target = f"compute_{best}" if best in ptx_nums else None
         targets = (f"sm_{best}+ptx",) if ptx_target else (f"sm_{best}",)
-        reasons = (
+        compat_reasons = (
             f"CUDA {mm} does not know sm_{number}, but it emits sm_{best}, and a cubin runs on any GPU of the same "
             f"major version with an equal or higher minor version: sm_{best} code runs natively on {gpu_desc}.",
             f"PTX for compute_{best} is embedded as well, so newer GPUs can JIT-compile it." if ptx_target else
             "",
         )
         p = Plan(mm, number, SASS_COMPATIBLE, f"sm_{best}", ptx_target, targets, flags_for(list(targets)),
-                 tuple(r for r in reasons if r), source, notes=tuple(notes))
+                 tuple(r for r in compat_reasons if r), source, notes=tuple(notes))
         return _with_driver(p, driver, driver_cuda)
 
     ptx_ok = [n for n in ptx_nums if ck.ptx_runs_on(n, number) and _usable_fallback(n, number, is_tegra)]

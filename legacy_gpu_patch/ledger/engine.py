@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from legacy_gpu_patch import console
 from legacy_gpu_patch.config.recipe import Recipe
+from legacy_gpu_patch.config.source_schema import GitSource
 from legacy_gpu_patch.errors import DirtyTreeError, LgpatchError, StateError
 from legacy_gpu_patch.ledger import steps
+from legacy_gpu_patch.ledger.create import create_tree, creating, is_empty_dir
 from legacy_gpu_patch.ledger.plan import PlannedStep, make_plan
-from legacy_gpu_patch.ledger.worktree import State, WorkTree, format_params
-from legacy_gpu_patch.source import sources
+from legacy_gpu_patch.ledger.worktree import WorkTree, format_params
 
 
 @dataclass(frozen=True)
@@ -39,60 +38,7 @@ class ApplyReport:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stashed: bool = False
-
-
-def _is_empty_dir(path: Path) -> bool:
-    return path.is_dir() and not any(path.iterdir())
-
-
-def _clean_stale_tmp(workdir: Path) -> None:
-    """Remove half-created trees of killed runs (their pid is gone)."""
-    for candidate in workdir.parent.glob(f".{workdir.name}.lgpatch-new-*"):
-        pid = candidate.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _pid_alive(int(pid)):
-            shutil.rmtree(candidate, ignore_errors=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def create_tree(recipe: Recipe, opts: ApplyOptions) -> tuple[WorkTree, sources.Prepared]:
-    """Make the pristine tree in a temporary sibling folder, then rename it into place (atomic for a killed run)."""
-    workdir = opts.workdir
-    workdir.parent.mkdir(parents=True, exist_ok=True)
-    _clean_stale_tmp(workdir)
-    tmp = workdir.parent / f".{workdir.name}.lgpatch-new-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        if recipe.source_kind == "git":
-            prepared = sources.prepare_git(recipe, tmp, opts.source, opts.offline, opts.submodules)
-        else:
-            prepared = sources.prepare_sdist(recipe, tmp, opts.offline)
-        state = State(
-            recipe=recipe.name,
-            recipe_file=str(recipe.path.resolve()),
-            params=opts.params,
-            source=prepared.description,
-            baseline=prepared.baseline,
-            source_dir=str(prepared.source_dir) if prepared.source_dir else None,
-            notes=list(prepared.notes),
-        )
-        WorkTree.create(tmp, state, recipe.ignore)
-        if workdir.exists():
-            workdir.rmdir()  # only an empty folder gets here
-        os.replace(tmp, workdir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    wt = WorkTree.open(workdir)
-    return wt, prepared
+    kept_branch: str | None = None
 
 
 def _check_clean(wt: WorkTree, stash: bool, report: ApplyReport, action: str) -> None:
@@ -150,17 +96,29 @@ def apply_step(wt: WorkTree, recipe: Recipe, planned: PlannedStep, ctx: steps.St
 
 def apply(recipe: Recipe, opts: ApplyOptions) -> ApplyReport:
     report = ApplyReport(opts.workdir)
-    if not opts.workdir.exists() or _is_empty_dir(opts.workdir):
-        wt, prepared = create_tree(recipe, opts)
-        report.created = True
-        report.notes += list(prepared.notes)
-    else:
-        if not (opts.workdir / ".git" / "lgpatch" / "state.json").is_file():
-            raise StateError(
-                f"{opts.workdir} exists and is not an lgpatch work tree",
-                hint="choose a new or empty folder with --workdir",
-            )
-        wt = WorkTree.open(opts.workdir)
+    wt: WorkTree | None = None
+    if not opts.workdir.exists() or is_empty_dir(opts.workdir):
+        with creating(opts.workdir) as ours:
+            if ours:
+                wt, prepared = create_tree(recipe, opts)
+                report.created = True
+                report.notes += list(prepared.notes)
+    if wt is None:
+        wt = _open_existing(recipe, opts)
+    try:
+        return _apply_in(wt, recipe, opts, report)
+    finally:
+        wt.release_lock()
+
+
+def _open_existing(recipe: Recipe, opts: ApplyOptions) -> WorkTree:
+    if not (opts.workdir / ".git" / "lgpatch" / "state.json").is_file():
+        raise StateError(
+            f"{opts.workdir} exists and is not an lgpatch work tree",
+            hint="choose a new or empty folder with --workdir",
+        )
+    wt = WorkTree.open(opts.workdir)
+    try:
         if wt.state.recipe != recipe.name:
             raise StateError(
                 f"{wt.root} was made for recipe {wt.state.recipe}, not {recipe.name}",
@@ -172,18 +130,23 @@ def apply(recipe: Recipe, opts: ApplyOptions) -> ApplyReport:
                 f"{wt.root} was made from {wt.state.source}; the recipe now pins {expected}",
                 hint="the pristine baseline cannot change in place: use a new --workdir",
             )
-    try:
-        return _apply_in(wt, recipe, opts, report)
-    finally:
+    except BaseException:
         wt.release_lock()
+        raise
+    return wt
+
+
+def apply_open(wt: WorkTree, recipe: Recipe, opts: ApplyOptions) -> ApplyReport:
+    """apply() on a tree the caller already holds open and locked (refresh re-applies the steps after an edit)."""
+    return _apply_in(wt, recipe, opts, ApplyReport(wt.root))
 
 
 def _source_description(recipe: Recipe) -> str:
     """Must match what sources.prepare_* record, so a changed pin is noticed on an existing tree."""
     src = recipe.source
-    if recipe.source_kind == "git":
-        return f"git {src['url']} {src['ref']} @ {src['commit']}"
-    return f"sdist {sources.sdist_label(src)} sha256:{src['sha256']}"
+    if isinstance(src, GitSource):
+        return f"git {src.url} {src.ref} @ {src.commit}"
+    return f"sdist {src.label} sha256:{src.sha256}"
 
 
 def _apply_in(wt: WorkTree, recipe: Recipe, opts: ApplyOptions, report: ApplyReport) -> ApplyReport:
@@ -240,12 +203,48 @@ def _apply_in(wt: WorkTree, recipe: Recipe, opts: ApplyOptions, report: ApplyRep
     return report
 
 
-def revert(wt: WorkTree, stash: bool) -> ApplyReport:
+def _user_commits(wt: WorkTree) -> list[str]:
+    """Commits on top of the applied steps that lgpatch did not make, as `abc123def456 subject` lines."""
+    foreign = wt.ledger().foreign
+    return [wt.git.out("log", "-1", "--format=%h %s", "--abbrev=12", sha) for sha in foreign]
+
+
+def revert(wt: WorkTree, stash: bool, keep_branch: str | None = None) -> ApplyReport:
+    """Back to the pristine baseline. Commits of the user's on top are never dropped: refused (exit 7) unless
+    `keep_branch` names a new branch to keep them on."""
     report = ApplyReport(wt.root)
+    mine = _user_commits(wt)
+    if mine and not keep_branch:
+        shown = "\n".join(f"    {c}" for c in mine[:10])
+        if len(mine) > 10:
+            shown += f"\n    … and {len(mine) - 10} more"
+        raise StateError(
+            f"{wt.root} has {len(mine)} commit(s) of yours on top of the lgpatch steps; revert would drop them:\n"
+            f"{shown}",
+            hint="re-run with --keep-commits BRANCH to keep them on a new branch BRANCH, "
+            "or move them yourself (git branch mywork)",
+        )
+    if mine and keep_branch:
+        _check_new_branch(wt, keep_branch)
     _check_clean(wt, stash, report, "revert")
-    with wt.journal("reset", target=wt.baseline):
+    keep = keep_branch if mine else None
+    with wt.journal("reset", target=wt.baseline, **({"keep_branch": keep} if keep else {})):
+        if keep:
+            wt.git.run("branch", keep, "HEAD")
         wt.git.run("reset", "--quiet", "--hard", wt.baseline)
+    if keep:
+        report.notes.append(f"your {len(mine)} commit(s) on top of the steps are kept on branch {keep} "
+                            f"(`git log {keep}`)")
+        report.kept_branch = keep
     return report
+
+
+def _check_new_branch(wt: WorkTree, name: str) -> None:
+    if wt.git.run("check-ref-format", "--branch", name, check=False).returncode != 0:
+        raise StateError(f"--keep-commits {name!r}: not a valid branch name")
+    if wt.git.rev(f"refs/heads/{name}") is not None:
+        raise StateError(f"--keep-commits {name}: the branch already exists; nothing was changed",
+                         hint="choose a new branch name")
 
 
 def export(wt: WorkTree, dest: Path) -> list[str]:

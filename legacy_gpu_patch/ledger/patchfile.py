@@ -8,15 +8,17 @@ GNU patch does), and on failure name the patch file, target file, hunk header an
 
 from __future__ import annotations
 
-import difflib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import unidiff
 
-from legacy_gpu_patch.errors import PatchError
-from legacy_gpu_patch.safepath import check_diff_name, check_relpath, resolve_inside
+from legacy_gpu_patch.errors import PatchError, UnsafePathError
+from legacy_gpu_patch.ledger.hunkerror import Origin, closest_lines, header, hunk_failure
+from legacy_gpu_patch.ledger.treewrite import SYMLINK_MODE, FileChange, write_changes
+from legacy_gpu_patch.safepath import check_diff_name, check_link_target, check_relpath, resolve_inside
+
+__all__ = ["FileChange", "HunkReport", "Origin", "PatchResult", "closest_lines", "compute", "parse", "write_changes"]
 
 DEV_NULL = "/dev/null"
 
@@ -27,14 +29,6 @@ class HunkReport:
     header: str
     offset: int
     fuzz: int
-
-
-@dataclass
-class FileChange:
-    path: str
-    new_bytes: bytes | None  # None: delete
-    mode: int | None = None  # 0o755 / 0o644 when the diff says so
-    rename_from: str | None = None
 
 
 @dataclass
@@ -109,11 +103,6 @@ def _hunk_lines(hunk: unidiff.Hunk) -> tuple[list[str], list[str], int, int]:
     return old, new, lead, trail
 
 
-def _header(hunk: unidiff.Hunk) -> str:
-    text = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
-    return f"{text} {hunk.section_header}".rstrip()
-
-
 def _find(lines: list[str], needle: list[str], start: int, lowest: int) -> int | None:
     """Nearest index ≥ lowest where `needle` matches, searching outward from `start`."""
     n, m = len(lines), len(needle)
@@ -124,36 +113,6 @@ def _find(lines: list[str], needle: list[str], start: int, lowest: int) -> int |
     if not candidates:
         return None
     return min(candidates, key=lambda i: (abs(i - start), i))
-
-
-def closest_lines(lines: list[str], needle: list[str], near: int) -> tuple[int, list[str]]:
-    """Where the file looks most like the hunk's old text (1-based line, lines), to show the user."""
-    m = max(1, len(needle))
-    if not lines:
-        return 1, []
-    best, best_score = 0, -1.0
-    stripped = [ln.strip() for ln in needle]
-    for i in range(0, max(1, len(lines) - m + 1)):
-        window = [ln.strip() for ln in lines[i : i + m]]
-        score = sum(1 for a, b in zip(window, stripped) if a == b) - abs(i - near) * 1e-6
-        if score > best_score:
-            best, best_score = i, score
-    if best_score < 1:  # nothing equal: fall back to fuzzy similarity around the expected place
-        lo = max(0, near - 50)
-        best = max(
-            range(lo, max(lo + 1, min(len(lines) - m + 1, near + 50))),
-            key=lambda i: difflib.SequenceMatcher(None, "".join(lines[i : i + m]), "".join(needle)).ratio(),
-        )
-    return best + 1, lines[best : best + m]
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Names for error messages: which patchset / step / patch file this diff came from."""
-
-    patchset: str
-    step: str
-    patch_file: str
 
 
 def parse(text: str, origin: Origin) -> unidiff.PatchSet:
@@ -199,19 +158,9 @@ def _apply_hunks(
                 new = old_window[:cut_lead] + new[cut_lead : len(new) - cut_trail] + old_window[len(old) - cut_trail:]
                 old = old_window
         if pos is None:
-            at, near = closest_lines(lines, old, base + last_offset)
-            shown = "".join(f"    {at + i:>6}: {ln.rstrip()}\n" for i, ln in enumerate(near)) or "    (file is empty)\n"
-            expected = "".join(f"    {'':>6}  {ln.rstrip()}\n" for ln in old) or "    (nothing)\n"
-            raise PatchError(
-                f"{origin.patchset}/{origin.step}: hunk #{number} of {origin.patch_file} does not apply to {path}\n"
-                f"  hunk: {_header(hunk)}\n  expected (old side of the hunk):\n{expected}"
-                f"  closest lines found in {path}:\n{shown}"
-                "  the tree was left as it was before this step",
-                hint="the source differs from what the patch was written for: check the recipe's pin, "
-                "or refresh the patch against this tree",
-            )
+            raise hunk_failure(lines, old, base + last_offset, hunk, number, path, origin)
         offset = pos - base
-        reports.append(HunkReport(path, _header(hunk), offset, fuzz))
+        reports.append(HunkReport(path, header(hunk), offset, fuzz))
         lines[pos : pos + len(old)] = new
         size_delta += len(new) - len(old)
         last_offset = offset
@@ -223,14 +172,38 @@ def _mode_from(info: list[str]) -> int | None:
     for line in info:
         for prefix in ("new file mode ", "new mode "):
             if line.startswith(prefix):
-                return 0o755 if line.strip().endswith("755") else 0o644
+                value = line.strip()[len(prefix):]
+                if value == "120000":
+                    return SYMLINK_MODE
+                return 0o755 if value.endswith("755") else 0o644
     return None
+
+
+def _refuse_through(links: set[str], rel: str, what: str) -> None:
+    """A path below a link that this same diff creates: the checks before writing cannot see where it lands."""
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        if "/".join(parts[:i]) in links:
+            raise UnsafePathError(f"{what}: {rel!r} goes through the symbolic link {'/'.join(parts[:i])!r} that "
+                                  "this same patch creates; refusing to write through it")
+
+
+def _new_link(root: Path, path: str, content: str, is_new: bool, what: str) -> FileChange:
+    """A `new file mode 120000` section: the symlink itself, its target checked to stay a regular tree path."""
+    if not is_new:
+        raise PatchError(f"{what}: turns {path} into a symbolic link; only new links are supported "
+                         "(delete the file in one patch, create the link in another)")
+    if "\n" in content:
+        raise PatchError(f"{what}: the symbolic link {path} has a target of several lines")
+    check_link_target(root, path, content, what)
+    return FileChange(path, content.encode("utf-8", errors="surrogateescape"), SYMLINK_MODE)
 
 
 def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int = 2) -> PatchResult:
     """Work out every file's new content; raise PatchError/UnsafePathError before anything is written."""
     result = PatchResult()
     pending: dict[str, str | None] = {}  # path → content as changed by earlier file sections of this diff
+    links: set[str] = set()  # symlinks that earlier file sections of this diff create
     for pf in parse(text, origin):
         source = _clean_name(pf.source_file or DEV_NULL)
         target = _clean_name(pf.target_file or DEV_NULL)
@@ -246,6 +219,7 @@ def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int
         if path is None:
             raise PatchError(f"{what}: a file section names no file (both sides are /dev/null)")
         for rel in {r for r in (src_rel, dst_rel) if r}:
+            _refuse_through(links, rel, what)
             resolve_inside(root, rel, what)
         is_new = pf.is_added_file or src_rel is None
         is_rename = bool(getattr(pf, "is_rename", False)) or (src_rel and dst_rel and src_rel != dst_rel)
@@ -266,7 +240,7 @@ def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int
             if not full.is_file():
                 raise PatchError(
                     f"{what}: changes {read_from}, which does not exist in the tree"
-                    f"{' (hunk ' + _header(pf[0]) + ')' if len(pf) else ''}"
+                    f"{' (hunk ' + header(pf[0]) + ')' if len(pf) else ''}"
                 )
             original = full.read_bytes().decode("utf-8", errors="surrogateescape")
         if pf.is_removed_file or dst_rel is None:
@@ -281,6 +255,10 @@ def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int
         result.hunks.extend(reports)
         pending[path] = content
         mode = _mode_from(pf.patch_info or [])
+        if mode == SYMLINK_MODE:
+            result.changes.append(_new_link(root, path, content, bool(is_new and not is_rename), what))
+            links.add(path)
+            continue
         if is_rename and src_rel:
             pending[src_rel] = None
             result.changes.append(FileChange(src_rel, None))
@@ -289,30 +267,3 @@ def compute(root: Path, text: str, origin: Origin, strip: int = 1, max_fuzz: int
                        src_rel if is_rename else None)
         )
     return result
-
-
-def write_changes(root: Path, changes: list[FileChange]) -> list[str]:
-    """Write computed changes (each file atomically via rename); return the paths touched."""
-    touched = []
-    for change in changes:
-        target = resolve_inside(root, change.path, "write")
-        touched.append(change.path)
-        if change.new_bytes is None:
-            if target.exists():
-                target.unlink()
-            continue
-        write_file(target, change.new_bytes, change.mode)
-    return touched
-
-
-def write_file(target: Path, data: bytes, mode: int | None = None) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.lgpatch-tmp")
-    old_mode = target.stat().st_mode & 0o777 if target.exists() else None
-    with open(tmp, "wb") as f:
-        f.write(data)
-    if mode is not None:
-        os.chmod(tmp, mode)
-    elif old_mode is not None:
-        os.chmod(tmp, old_mode)
-    os.replace(tmp, target)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from legacy_gpu_patch.config import conditions
-from legacy_gpu_patch.config.recipe import Param, Recipe, Step, param_problem
+from legacy_gpu_patch.config.patchset import PatchBody, Step, body_data
+from legacy_gpu_patch.config.recipe import Param, Recipe, param_problem
 from legacy_gpu_patch.config.schema import did_you_mean
 from legacy_gpu_patch.errors import ConfigError
 
@@ -80,25 +81,20 @@ class PlannedStep:
 def _template_params(step: Step) -> set[str]:
     # Only templated values change what a step writes; `when:` parameters only decide whether it runs,
     # and a change in that shows up as a different sequence of steps.
-    names: set[str] = set()
-    body = step.body
-    if step.kind == "regex":
-        names |= conditions.template_names(body["replace"])
-    elif step.kind == "insert":
-        names |= conditions.template_names(body["text"])
-    return names
+    text = step.templated_text()
+    return conditions.template_names(text) if text is not None else set()
 
 
 def step_digest(step: Step, levels: list[dict[str, Any]], params: dict[str, Any]) -> str:
     """sha256 of everything that decides what the step writes: its spec, its input files, the params it uses."""
     inputs: dict[str, Any] = {}
-    if step.kind == "patch":
-        inputs["patch_sha256"] = hashlib.sha256((step.base_dir / step.body).read_bytes()).hexdigest()
+    if isinstance(step.body, PatchBody):
+        inputs["patch_sha256"] = hashlib.sha256((step.base_dir / step.body.path).read_bytes()).hexdigest()
     payload = {
         "semantics": STEP_SEMANTICS,
         "key": step.key,
         "kind": step.kind,
-        "body": step.body,
+        "body": body_data(step.body),
         "when": levels,
         "inputs": inputs,
         "params": {n: params.get(n) for n in sorted(_template_params(step))},

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from legacy_gpu_patch.config import conditions, globs
-from legacy_gpu_patch.config.recipe import Recipe, Step
+from legacy_gpu_patch.config.patchset import BackportBody, InsertBody, PatchBody, RegexBody, Step, UrlPatchBody
+from legacy_gpu_patch.config.recipe import Recipe
+from legacy_gpu_patch.config.source_schema import GitSource
 from legacy_gpu_patch.errors import ConfigError, PatchError, SourceError, UnsafePathError
 from legacy_gpu_patch.gitutil import Git
-from legacy_gpu_patch.ledger import patchfile
+from legacy_gpu_patch.ledger import patchfile, treewrite
 from legacy_gpu_patch.safepath import resolve_inside
 from legacy_gpu_patch.source import cache
 
@@ -66,7 +68,7 @@ def _apply_diff(ctx: StepContext, step: Step, text: str, patch_name: str, strip:
                 hint="refresh the patch against this tree, or run without --strict to accept offset/fuzz",
             )
         outcome.warnings.append(f"{step.key}: {detail}")
-    outcome.touched = patchfile.write_changes(ctx.root, result.changes)
+    outcome.touched = treewrite.write_changes(ctx.root, result.changes)
     outcome.messages.append(
         f"{len(result.changes)} file(s), {len(result.hunks)} hunk(s)"
         + (f", {len(result.inexact)} inexact" if result.inexact else ", all exact")
@@ -82,15 +84,16 @@ def _read_patch(path: Path, step: Step) -> str:
 
 
 def run_patch(ctx: StepContext, step: Step) -> StepOutcome:
-    path = step.base_dir / step.body
-    return _apply_diff(ctx, step, _read_patch(path, step), step.body)
+    body = step.body
+    assert isinstance(body, PatchBody)
+    return _apply_diff(ctx, step, _read_patch(step.base_dir / body.path, step), body.path)
 
 
 def run_url_patch(ctx: StepContext, step: Step) -> StepOutcome:
     body = step.body
-    path = cache.fetch_url(body["url"], body["sha256"], f"patch for step {step.key}")
-    strip = int(body.get("strip", 1))
-    return _apply_diff(ctx, step, _read_patch(path, step), body["url"].rsplit("/", 1)[-1], strip)
+    assert isinstance(body, UrlPatchBody)
+    path = cache.fetch_url(body.url, body.sha256, f"patch for step {step.key}")
+    return _apply_diff(ctx, step, _read_patch(path, step), body.url.rsplit("/", 1)[-1], body.strip)
 
 
 # ------------------------------------------------------------------------------------------------ regex
@@ -103,15 +106,16 @@ def _literal_of(pattern: str) -> bytes | None:
 
 def run_regex(ctx: StepContext, step: Step) -> StepOutcome:
     body = step.body
-    pattern = body["pattern"]
-    source = rf"\b(?:{pattern})\b" if body["word"] else pattern
+    assert isinstance(body, RegexBody)
+    pattern = body.pattern
+    source = rf"\b(?:{pattern})\b" if body.word else pattern
     try:
         regex = re.compile(source.encode(), re.MULTILINE)
     except re.error as exc:
         raise ConfigError(f"{step.source_file}:{step.line}: step {step.id}: bad pattern: {exc}") from None
-    replacement = _render(body["replace"], ctx, step).encode()
+    replacement = _render(body.replace, ctx, step).encode()
     literal = _literal_of(pattern)
-    files = globs.select(ctx.git.ls_files(), body["files"], body["exclude"])
+    files = globs.select(ctx.git.ls_files(), body.files, body.exclude)
     scan = files
     if literal is not None:
         # A literal pattern: let git grep (multi-threaded, C) find the few files that contain it, instead of
@@ -144,27 +148,25 @@ def run_regex(ctx: StepContext, step: Step) -> StepOutcome:
             changed[rel] = new
             total += n
     outcome = StepOutcome()
-    summary = f"{total} replacement(s) in {len(changed)} file(s) of {len(files)} matched by {', '.join(body['files'])}"
-    if body.get("count") is not None and int(body["count"]) != total:
+    summary = f"{total} replacement(s) in {len(changed)} file(s) of {len(files)} matched by {', '.join(body.files)}"
+    if body.count is not None and body.count != total:
         raise PatchError(
-            f"{step.key}: expected {body['count']} replacement(s) of {pattern!r}, found {total} "
+            f"{step.key}: expected {body.count} replacement(s) of {pattern!r}, found {total} "
             f"in {len(changed)} file(s); the tree was left as it was",
             hint="the source differs from the one this step was written for",
         )
     if total == 0:
-        if body["on_missing"] == "error":
+        if body.on_missing == "error":
             raise PatchError(
                 f"{step.key}: pattern {pattern!r} matched nothing in {len(files)} file(s) "
-                f"({', '.join(body['files'])}); the tree was left as it was",
+                f"({', '.join(body.files)}); the tree was left as it was",
                 hint="set on_missing: warn or ignore if this is expected for some sources",
             )
-        if body["on_missing"] == "warn":
+        if body.on_missing == "warn":
             outcome.warnings.append(f"{step.key}: pattern {pattern!r} matched nothing")
     for rel in changed:
         resolve_inside(ctx.root, rel, step.key)
-    for rel, data in changed.items():
-        patchfile.write_file(ctx.root / rel, data)
-    outcome.touched = list(changed)
+    outcome.touched = [treewrite.write_file(ctx.root, rel, data, what=step.key) for rel, data in changed.items()]
     outcome.messages.append(summary)
     return outcome
 
@@ -174,25 +176,26 @@ def run_regex(ctx: StepContext, step: Step) -> StepOutcome:
 
 def run_insert(ctx: StepContext, step: Step) -> StepOutcome:
     body = step.body
-    rel = body["file"]
+    assert isinstance(body, InsertBody)
+    rel = body.file
     target = resolve_inside(ctx.root, rel, step.key)
     outcome = StepOutcome()
     if not target.is_file():
-        if body["on_missing"] == "error":
+        if body.on_missing == "error":
             raise PatchError(f"{step.key}: {rel} does not exist; the tree was left as it was")
-        if body["on_missing"] == "warn":
+        if body.on_missing == "warn":
             outcome.warnings.append(f"{step.key}: {rel} does not exist, nothing inserted")
         return outcome
-    text = _render(body["text"], ctx, step)
+    text = _render(body.text, ctx, step)
     if not text.endswith("\n"):
         text += "\n"
     content = target.read_bytes().decode("utf-8", errors="surrogateescape")
     if text.strip() and text.strip() in content:
         outcome.messages.append(f"{rel}: already present, nothing to do")
         return outcome
-    anchors = [(k, body[k]) for k in ("after", "before") if body.get(k)]
-    where = body.get("at") or ("end" if not anchors else None)
-    if len(anchors) + (1 if body.get("at") else 0) > 1:
+    anchors = [(k, a) for k, a in (("after", body.after), ("before", body.before)) if a]
+    where = body.at or ("end" if not anchors else None)
+    if len(anchors) + (1 if body.at else 0) > 1:
         raise ConfigError(f"{step.source_file}:{step.line}: step {step.id}: give one of after, before or at")
     if where == "end":
         new = content + ("" if not content or content.endswith("\n") else "\n") + text
@@ -206,12 +209,12 @@ def run_insert(ctx: StepContext, step: Step) -> StepOutcome:
         lines = content.splitlines(keepends=True)
         hits = [i for i, line in enumerate(lines) if regex.search(line.rstrip("\r\n"))]
         if not hits:
-            if body["on_missing"] == "error":
+            if body.on_missing == "error":
                 raise PatchError(
                     f"{step.key}: anchor {anchor!r} not found in {rel}; the tree was left as it was",
                     hint="the file differs from the one this step was written for",
                 )
-            if body["on_missing"] == "warn":
+            if body.on_missing == "warn":
                 outcome.warnings.append(f"{step.key}: anchor {anchor!r} not found in {rel}")
             return outcome
         at = hits[0] + (1 if kind == "after" else 0)
@@ -220,8 +223,8 @@ def run_insert(ctx: StepContext, step: Step) -> StepOutcome:
         lines[at:at] = [text]
         new = "".join(lines)
         placed = f"{kind} line {hits[0] + 1}" + (f" (first of {len(hits)} matches)" if len(hits) > 1 else "")
-    patchfile.write_file(target, new.encode("utf-8", errors="surrogateescape"))
-    outcome.touched = [rel]
+    outcome.touched = [treewrite.write_file(ctx.root, rel, new.encode("utf-8", errors="surrogateescape"),
+                                            what=step.key)]
     outcome.messages.append(f"{rel}: inserted {len(text.splitlines())} line(s) {placed}")
     return outcome
 
@@ -233,24 +236,24 @@ def run_backport(ctx: StepContext, step: Step) -> StepOutcome:
     from legacy_gpu_patch.source import sources
 
     body = step.body
-    repo_url = body.get("repo") or (ctx.recipe.source.get("url") if ctx.recipe.source_kind == "git" else None)
+    assert isinstance(body, BackportBody)
+    git_source = ctx.recipe.source if isinstance(ctx.recipe.source, GitSource) else None
+    repo_url = body.repo or (git_source.url if git_source is not None else None)
     if not repo_url:
         raise ConfigError(f"{step.source_file}:{step.line}: step {step.id}: backport needs 'repo' (no git source)")
-    store = sources.object_store_with(repo_url, body["ref"], body["commit"], ctx.source_dir, ctx.offline)
+    store = sources.object_store_with(repo_url, body.ref, body.commit, ctx.source_dir, ctx.offline)
     store_git = Git(store)
     outcome = StepOutcome()
-    for rel in body["files"]:
+    for rel in body.files:
         resolve_inside(ctx.root, rel, step.key)
     blobs = {}
-    for rel in body["files"]:
-        proc = store_git.run("cat-file", "blob", f"{body['commit']}:{rel}", check=False)
+    for rel in body.files:
+        proc = store_git.run("cat-file", "blob", f"{body.commit}:{rel}", check=False)
         if proc.returncode != 0:
-            raise SourceError(f"{step.key}: {rel} does not exist at {body['ref']} ({body['commit'][:12]})")
+            raise SourceError(f"{step.key}: {rel} does not exist at {body.ref} ({body.commit[:12]})")
         blobs[rel] = proc.stdout
-    for rel, data in blobs.items():
-        patchfile.write_file(ctx.root / rel, data)
-    outcome.touched = list(blobs)
-    outcome.messages.append(f"{len(blobs)} file(s) from {body['ref']} ({body['commit'][:12]})")
+    outcome.touched = [treewrite.write_file(ctx.root, rel, data, what=step.key) for rel, data in blobs.items()]
+    outcome.messages.append(f"{len(blobs)} file(s) from {body.ref} ({body.commit[:12]})")
     return outcome
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from legacy_gpu_patch.errors import StateError
 from legacy_gpu_patch.gitutil import Git
+from legacy_gpu_patch.ledger import locks, recovery
 
 STATE_FORMAT = 1
 TRAILERS = ("Lgpatch-Recipe", "Lgpatch-Patchset", "Lgpatch-Step", "Lgpatch-Digest", "Lgpatch-Params")
@@ -85,6 +86,7 @@ class WorkTree:
         self.state = state
         self.git = Git(root)
         self._lock_fd: int | None = None
+        self._exclusive = False
 
     # ---------------------------------------------------------------------------------------- opening
 
@@ -144,31 +146,29 @@ class WorkTree:
     # ---------------------------------------------------------------------------------------- locking
 
     def acquire_lock(self, shared: bool = False) -> None:
-        import fcntl
-
         fd = self._lock_fd
         if fd is None:
             fd = os.open(self.meta_dir(self.root) / "lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+        holder = locks.take_or_name_holder(fd, shared)
+        if holder is not None:
             if self._lock_fd is None:
                 os.close(fd)
             raise StateError(
                 f"another lgpatch process ({holder}) is {'changing' if shared else 'using'} {self.root}",
                 hint="wait for it to finish (apply/revert need the tree to themselves); "
                 "a killed process releases the lock by itself",
-            ) from None
+            )
         if not shared:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
         self._lock_fd = fd
+        self._exclusive = not shared
 
     def release_lock(self) -> None:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+            self._exclusive = False
 
     # ---------------------------------------------------------------------------------------- journal
 
@@ -179,56 +179,49 @@ class WorkTree:
     @contextlib.contextmanager
     def journal(self, op: str, **info: Any) -> Iterator[None]:
         """Record an operation before it touches the tree; remove the record only when it completed."""
-        entry = {"op": op, "head": self.git.head(), "pid": os.getpid(), "time": time.time(), **info}
+        entry = {"op": op, "head": self.git.head(), "pid": os.getpid(), "time": time.time(),
+                 "locks": recovery.locks_for(self.root, op, info), **info}
         _atomic_write(self.journal_path, json.dumps(entry), durable=False)
         yield
         self.journal_path.unlink(missing_ok=True)
 
     def repair(self) -> list[str]:
-        """Bring a tree left by a killed process back to a step boundary. Returns what was done (also printed)."""
+        """Bring a tree left by a killed process back to a step boundary (see recovery.py). Only under the exclusive
+        lock: the git lock files it removes must not belong to a live lgpatch."""
         if not self.journal_path.exists():
             return []
+        if not self._exclusive:
+            self.acquire_lock()  # converts a shared lock in place, or refuses while another lgpatch holds it
+        hooked = self._run_repair_hook()
+        if hooked is not None:
+            return hooked
+        return recovery.repair(self)
+
+    def _run_repair_hook(self) -> list[str] | None:
+        """An operation journaled by another package (authoring's refresh writes recipe files, not the tree) names
+        the function that knows how to undo it; None when the journal names none."""
         try:
             entry = json.loads(self.journal_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            entry = {"op": "unknown"}
-        done: list[str] = []
-        # We hold the lgpatch lock, so an index.lock left behind is from the killed git child, not a live one.
-        index_lock = self.root / ".git" / "index.lock"
-        if index_lock.exists():
-            index_lock.unlink()
-            done.append("removed a stale .git/index.lock")
-        op = entry.get("op")
-        if op == "step":
-            head = self.git.head()
-            committed = head != entry.get("head") and self._is_step_commit(head, entry.get("step"))
-            target = head if committed else entry.get("head") or head
-            what = f"step {entry.get('step')}" + (" (it had completed)" if committed else "")
-        else:
-            target = entry.get("target") or self.git.head()
-            what = f"{op} to {str(target)[:12]}"
-        if self.git.is_dirty():
-            self._stash(f"lgpatch: partial changes of interrupted {what}")
-            done.append(f"set aside partial changes of the interrupted {what} as the newest git stash entry")
-        if target and self.git.head() != target:
-            self.git.run("reset", "--quiet", "--hard", target)
-        elif target:
-            self.git.run("reset", "--quiet", "--hard", "HEAD")
-        done.append(f"repaired the interrupted {what}: the tree is at {self.describe_head()}")
-        self.journal_path.unlink(missing_ok=True)
+            return None
+        hook = str(entry.get("repair_hook") or "") if isinstance(entry, dict) else ""
+        if not hook.startswith("legacy_gpu_patch."):
+            return None
+        import importlib
+
         from legacy_gpu_patch.console import warn
 
+        module, _, func = hook.partition(":")
+        done: list[str] = getattr(importlib.import_module(module), func)(self, entry)
+        self.journal_path.unlink(missing_ok=True)
         warn("; ".join(done))
         return done
 
-    def _is_step_commit(self, commit: str | None, key: str | None) -> bool:
+    def is_step_commit(self, commit: str | None, key: str | None) -> bool:
         if not commit or not key:
             return False
         trailers = parse_trailers(self.git.out("log", "-1", "--format=%B", commit))
         return trailers.get("Lgpatch-Step") == key
-
-    def _stash(self, message: str) -> None:
-        self.git.run("stash", "push", "--include-untracked", "--quiet", "-m", message)
 
     # ---------------------------------------------------------------------------------------- ledger
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from legacy_gpu_patch import progress
 from legacy_gpu_patch.errors import SourceError
@@ -31,14 +31,22 @@ def clone_mirror(url: str, dest: Path) -> None:
                 bar.update(float(cur_count or 0), float(max_count) if max_count else None)
 
         try:
-            git.Repo.clone_from(url, tmp, mirror=True, progress=_Progress(), env={"GIT_TERMINAL_PROMPT": "0"})
+            # GitPython takes a RemoteProgress here (its annotation names only the callable form)
+            git.Repo.clone_from(url, tmp, mirror=True, progress=cast(Any, _Progress()),
+                                env={"GIT_TERMINAL_PROMPT": "0"})
         except git.GitCommandError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise SourceError(
                 f"cannot clone {url}: {str(exc.stderr).strip() or exc}",
                 hint="offline? pass --source PATH with a local clone or mirror of this repository",
             ) from None
-    os.replace(tmp, dest)  # a killed clone never leaves a half mirror under the real name
+    try:
+        os.replace(tmp, dest)  # a killed clone never leaves a half mirror under the real name
+    except OSError:
+        # Another lgpatch cloned the same URL at the same time and won: use its mirror, drop ours.
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (dest / "HEAD").exists():
+            raise
 
 
 def fetch_into(store: Path, url: str, refspecs: list[str]) -> None:
@@ -57,6 +65,12 @@ def fetch_into(store: Path, url: str, refspecs: list[str]) -> None:
 def pin_ref(commit: str) -> str:
     """A tag on a pinned commit, so that clones of the mirror (which take branches and tags) bring it along."""
     return f"refs/tags/lgpatch/pin-{commit}"
+
+
+def has_commit(url: str, commit: str) -> bool:
+    """Whether the cache's mirror of `url` exists and already holds `commit` (a warm mirror: no fetch needed)."""
+    mirror = cache.mirror_path(url)
+    return mirror.exists() and Git(mirror).rev(commit) is not None
 
 
 def mirror_holding(url: str, commit: str, offline: bool, what: str, first: list[str] | None = None) -> Path:

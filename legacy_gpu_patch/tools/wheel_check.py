@@ -1,11 +1,15 @@
 """Check a built wheel: every extension module it must hold is there, and the run paths are right.
 
 Why: a build that skips an extension module can still exit 0 (Chainer 1.x's setup silently installs Chainer
-without CuPy when a header or library is not found). And a run path that points into the build tree (a driver
-stub, a link folder) works on the build machine and fails, or worse picks the stub, everywhere else.
+without CuPy when a header or library is not found). And a run path that names a folder of the build machine (the
+building Python's lib folder, the CUDA toolkit's lib64, a driver stub in the build tree) works there and fails, or
+worse picks the stub, everywhere else. So only $ORIGIN-relative entries may be in a wheel's run path (auditwheel's
+rule): any other entry fails the check, naming it, unless --allow-absolute-runpath says the wheel is for this
+machine only.
 
     python -m legacy_gpu_patch.tools.wheel_check --dist dist --expect cupy.core.core cupy.cuda.cublas ...
         [--require-runpath '$ORIGIN/../../nvidia/cu13/lib'] [--forbid-runpath-under DIR ...]
+        [--allow-absolute-runpath]
 """
 
 from __future__ import annotations
@@ -59,8 +63,13 @@ def extensions(wheel: Path) -> list[Extension]:
     return sorted(found, key=lambda e: e.module)
 
 
+def relocatable(entry: str) -> bool:
+    """A run path entry that holds wherever the wheel is installed: $ORIGIN (or ${ORIGIN}) and what follows."""
+    return entry == "$ORIGIN" or entry.startswith(("$ORIGIN/", "${ORIGIN}"))
+
+
 def problems(exts: list[Extension], expect: list[str], require_runpath: list[str],
-             forbid_under: list[Path]) -> list[str]:
+             forbid_under: list[Path], allow_absolute: bool = False) -> list[str]:
     out = []
     have = {e.module for e in exts}
     missing = [m for m in expect if m not in have]
@@ -73,7 +82,12 @@ def problems(exts: list[Extension], expect: list[str], require_runpath: list[str
             if entry not in path:
                 out.append(f"{ext.member}: run path {':'.join(path) or '(none)'} lacks {entry}")
         for entry in path:
-            if entry.startswith("$ORIGIN") or not os.path.isabs(entry):
+            if relocatable(entry):
+                continue
+            if not allow_absolute:
+                out.append(f"{ext.member}: run path entry {entry} is not $ORIGIN-relative: it names a folder of the "
+                           "build machine (only $ORIGIN/... entries belong in a wheel)")
+            if not os.path.isabs(entry):
                 continue
             resolved = Path(entry).resolve()
             for bad in forbidden:
@@ -94,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="an entry every extension's run path must contain (repeatable)")
     parser.add_argument("--forbid-runpath-under", action="append", default=[], metavar="DIR",
                         help="no run path entry may point into this folder (repeatable), e.g. the build tree")
+    parser.add_argument("--allow-absolute-runpath", action="store_true",
+                        help="accept run path entries that are not $ORIGIN-relative (a wheel for this machine only)")
     args = parser.parse_args(argv)
     try:
         wheel = Path(args.wheel) if args.wheel else newest_wheel(Path(args.dist))
@@ -101,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, zipfile.BadZipFile, ElfError) as exc:
         print(f"wheel_check: {exc}", file=sys.stderr)
         return EXIT_TOOL
-    found = problems(exts, args.expect, args.require_runpath, [Path(p) for p in args.forbid_runpath_under])
+    found = problems(exts, args.expect, args.require_runpath, [Path(p) for p in args.forbid_runpath_under],
+                     args.allow_absolute_runpath)
     needed = sorted({n for e in exts for n in e.dynamic.needed})
     print(f"wheel_check: {wheel.name}: {wheel.stat().st_size / 1e6:.1f} MB, {len(exts)} extension modules")
     print(f"  libraries needed: {', '.join(needed) or 'none'}")

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from legacy_gpu_patch.build.run import resolve_options, run_build
+from legacy_gpu_patch.build.options import BuildRequest, resolve_options
+from legacy_gpu_patch.build.run import run_build
 from legacy_gpu_patch.build.runner import Display, RunResult
 from legacy_gpu_patch.classify.classifier import Finding
 from legacy_gpu_patch.config.recipe import SearchPath, load_recipe
@@ -109,7 +110,7 @@ class Recorder(Display):
 def test_arch_guard_is_classified_live_and_the_widened_guard_builds(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     recipe = load_recipe(make_project(tree), SearchPath((tmp_path,), (tmp_path,)))
-    opts = resolve_options(tree, recipe, {"arch": "sm_90"}, jobs=2, report_dir=tmp_path / "reports")
+    opts = resolve_options(tree, recipe, {"arch": "sm_90"}, BuildRequest(jobs=2, report_dir=tmp_path / "reports"))
     assert opts.arch_flags is not None and opts.arch_flags.cmake_cuda_architectures == "90-real"
     display = Recorder()
     outcome = run_build(opts, display=display)

@@ -83,7 +83,8 @@ def _lgpatch(recipes: Path, env: dict[str, str], *args: str | Path) -> subproces
 
 def _at_step_boundary(wt: Path) -> None:
     assert not (wt / ".git/lgpatch/journal.json").exists(), "journal left behind"
-    assert not (wt / ".git/index.lock").exists()
+    for lock in (".git/index.lock", ".git/HEAD.lock", ".git/refs/heads/lgpatch.lock", ".git/ORIG_HEAD.lock"):
+        assert not (wt / lock).exists(), f"{lock} left behind"
     assert git(wt, "status", "--porcelain", "--untracked-files=all") == "", "half-written files in the tree"
     body = git(wt, "log", "-1", "--format=%B")
     baseline = git(wt, "rev-list", "--max-parents=0", "HEAD")
@@ -118,6 +119,7 @@ def test_kill_at_random_moment_then_recover(setup, trial: int, tmp_path: Path) -
             REPAIRS.append(status.stderr)
         _at_step_boundary(wt)
         stashes = git(wt, "stash", "list")
+        assert "lgpatch: partial" not in stashes  # partial changes go under refs/lgpatch/rescued, not the stash
         if user_stash:
             assert "user: my notes" in stashes
             assert user_stash in git(wt, "rev-list", "--walk-reflogs", "stash")
@@ -135,3 +137,42 @@ def test_kills_landed_inside_steps() -> None:
         pytest.skip("too few trials to expect an interrupted step")
     assert len(REPAIRS) >= 2, f"only {len(REPAIRS)} of {TRIALS} kills interrupted a step"
     assert any("interrupted step" in r for r in REPAIRS)
+
+
+GIT_LOCKS = ("index.lock", "HEAD.lock", "refs/heads/lgpatch.lock", "ORIG_HEAD.lock")
+
+
+@pytest.mark.parametrize("trial", range(int(os.environ.get("LGPATCH_LOCK_TRIALS", "6"))))
+def test_kill_inside_a_git_lock_window_then_recover(setup, trial: int, tmp_path: Path) -> None:
+    """SIGKILL while one of git's lock files exists (polled), so a git child dies holding it: the next command must
+    remove it, say so, and repair; then apply reaches the reference tree."""
+    recipes, env, reference_tree, _duration, _ = setup
+    wt = tmp_path / "wt"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "legacy_gpu_patch", "--recipe-path", str(recipes), "apply", "fault",
+         "--workdir", str(wt)],
+        env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    paths = [root / ".git" / name for root in (wt, tmp_path / f".wt.lgpatch-new-{child.pid}") for name in GIT_LOCKS]
+    wanted, seen = random.Random(2000 + trial).randint(1, 8), 0
+    while child.poll() is None:
+        if any(p.exists() for p in paths):
+            seen += 1
+            if seen >= wanted:
+                child.send_signal(signal.SIGKILL)
+                break
+            while child.poll() is None and any(p.exists() for p in paths):
+                time.sleep(0.0001)
+        time.sleep(0.0002)
+    child.wait()
+    if (wt / ".git").exists():
+        left = [n for n in GIT_LOCKS if (wt / ".git" / n).exists()]
+        status = _lgpatch(recipes, env, "status", "-C", wt)
+        assert status.returncode == 0, status.stderr
+        for name in left:
+            assert f"removed .git/{name}" in status.stderr
+        _at_step_boundary(wt)
+    final = _lgpatch(recipes, env, "apply", "fault", "--workdir", wt)
+    assert final.returncode == 0, final.stderr
+    _at_step_boundary(wt)
+    assert git(wt, "rev-parse", "HEAD^{tree}") == reference_tree

@@ -33,6 +33,7 @@ import pytest
 from helpers import REPO, git, requires_nvcc, run_cli_subprocess
 
 from legacy_gpu_patch.config import conditions
+from legacy_gpu_patch.config.patchset import PatchBody
 from legacy_gpu_patch.config.recipe import SearchPath, find_recipe
 from legacy_gpu_patch.tools.wheel_check import extensions
 
@@ -55,8 +56,9 @@ def _recipe():
 def _pins() -> list[str]:
     """The CUDA wheels the recipe's build pins (name==version), so the run venv reuses the same downloads."""
     pins = []
-    for cmd in (_recipe().build or {})["commands"]:
-        pins += [a for a in cmd["argv"] if re.fullmatch(r"nvidia-[a-z0-9-]+==[0-9.]+", a)]
+    build = _recipe().build
+    for cmd in build.commands if build is not None else ():
+        pins += [a for a in cmd.argv if re.fullmatch(r"nvidia-[a-z0-9-]+==[0-9.]+", a)]
     assert pins, "the recipe's build section pins no nvidia wheels"
     return pins
 
@@ -137,6 +139,8 @@ def test_run_paths_are_relative_and_never_the_build_tree(built: Built) -> None:
         assert RUNPATH in path, (ext.member, path)
         for entry in path:
             assert str(built.tree) not in entry and "driver-stub" not in entry, (ext.member, entry)
+            # nothing of the build machine (its Python's lib, its toolkit's lib64): auditwheel's rule
+            assert entry.startswith("$ORIGIN"), (ext.member, path)
     needed = {e.module: e.dynamic.needed for e in extensions(built.wheel)}
     assert "libcublas.so.13" in needed["cupy.cuda.cublas"]  # linked through the unversioned link folder
     assert "libcudnn.so.9" in needed["cupy.cuda.cudnn"]
@@ -254,7 +258,7 @@ def _selected_steps(params: dict[str, object]) -> list[tuple[str, str, Path | No
             continue
         for step in ps.steps:
             if conditions.evaluate(step.when, params, kinds).selected:
-                steps.append((ps.name, step.id, ps.path / step.body if step.kind == "patch" else None))
+                steps.append((ps.name, step.id, ps.path / step.body.path if isinstance(step.body, PatchBody) else None))
     return steps
 
 

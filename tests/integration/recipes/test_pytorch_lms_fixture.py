@@ -19,6 +19,7 @@ import unidiff
 import yaml
 from helpers import Upstream, git, make_upstream, requires_nvcc
 
+from legacy_gpu_patch.config.patchset import PatchBody
 from legacy_gpu_patch.config.recipe import SearchPath, find_recipe
 from legacy_gpu_patch.errors import ExitCode
 
@@ -222,8 +223,8 @@ def _patch_files() -> list[Path]:
     files = []
     for entry in REAL.entries[1:]:
         for step in entry.patchset.steps:
-            if step.kind == "patch":
-                files.append(step.base_dir / step.body)
+            if isinstance(step.body, PatchBody):
+                files.append(step.base_dir / step.body.path)
     return files
 
 

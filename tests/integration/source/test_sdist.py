@@ -106,3 +106,29 @@ def test_sdist_hash_mismatch_and_offline_miss(lgpatch, tmp_path: Path, http_dir)
     assert not (tmp_path / "wt").exists()
     r = lgpatch("--recipe-path", d, "apply", "demo-sdist", "--workdir", tmp_path / "wt", "--offline")
     assert r.code == ExitCode.SOURCE and "lgpatch cache add" in r.err
+
+
+@pytest.mark.parametrize("route", ["gitlink", "chain"])
+def test_sdist_carrying_a_hook_through_a_gitlink_is_refused(lgpatch, tmp_path: Path, http_dir, route: str) -> None:
+    # `gitlink -> .git` then `gitlink/hooks/post-checkout`: unpacked as written, the hook would sit in the .git
+    # that `git init` makes next, and run on the user's next checkout.
+    site, base = http_dir
+    archive = site / "evil-1.0.tar.gz"
+    links = {"gitlink": ".git"} if route == "gitlink" else {"a": "b", "b": ".git"}
+    entry = "gitlink" if route == "gitlink" else "a"
+    with tarfile.open(archive, "w:gz") as tf:
+        for name, target in links.items():
+            info = tarfile.TarInfo(f"evil-1.0/{name}")
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tf.addfile(info)
+        for rel, data in {"setup.py": b"x\n", f"{entry}/hooks/post-checkout": b"#!/bin/sh\necho planted\n"}.items():
+            info = tarfile.TarInfo(f"evil-1.0/{rel}")
+            info.size, info.mode = len(data), 0o755
+            tf.addfile(info, io.BytesIO(data))
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    d = tmp_path / "recipes"
+    write_recipe(d, sdist_recipe(f'{{url: "{base}/evil-1.0.tar.gz", sha256: {digest}}}'))
+    r = lgpatch("--recipe-path", d, "apply", "demo-sdist", "--workdir", tmp_path / "wt", "--python", "3.12")
+    assert r.code == ExitCode.UNSAFE, r.err
+    assert "hooks/post-checkout" in r.err and ".git" in r.err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name not in ("recipes", "site")) == []

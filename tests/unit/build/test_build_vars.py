@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from legacy_gpu_patch.build.run import Toolkit, base_env, plan_commands, resolve_options
+from legacy_gpu_patch.build.options import BuildRequest, InstalledToolkit, resolve_options
+from legacy_gpu_patch.build.run import base_env, plan_commands
 from legacy_gpu_patch.build.vars import (
     GIB,
     BuildVars,
@@ -150,13 +151,13 @@ def recipe(tmp_path: Path):  # type: ignore[no-untyped-def]
     return load_recipe(path, SearchPath((tmp_path,), (tmp_path,)))
 
 
-TOOLKIT = Toolkit(Path("/opt/cuda-13.0"), "13.0")
+TOOLKIT = InstalledToolkit(Path("/opt/cuda-13.0"), "13.0")
 PARAMS = {"cuda": "13.0", "arch": "sm_90", "cudnn": True}
 
 
 def test_plan_evaluates_when_and_renders(tmp_path: Path, recipe) -> None:  # type: ignore[no-untyped-def]
-    opts = resolve_options(tmp_path, recipe, PARAMS, jobs=3, targets=["c10"], toolkit=TOOLKIT,
-                           env={"PATH": "/usr/bin"})
+    opts = resolve_options(tmp_path, recipe, PARAMS, BuildRequest(jobs=3, targets=("c10",), toolkit=TOOLKIT,
+                                                                  env={"PATH": "/usr/bin"}))
     plan = plan_commands(opts, env={"PATH": "/usr/bin", "HOME": "/home/u"})
     assert [c.name for c in plan] == ["configure", "compile", "without-cudnn"]
     configure, compile_, wheel = plan
@@ -180,8 +181,8 @@ def test_arch_option_overrides_and_host_compiler_and_launcher(tmp_path: Path, re
         exe.write_text("#!/bin/sh\n")
         exe.chmod(0o755)
     env = {"PATH": str(bindir)}
-    opts = resolve_options(tmp_path, recipe, PARAMS, archs=["sm_86,sm_90+ptx"], launcher="ccache", cc="gcc-12",
-                           cxx="g++-12", toolkit=TOOLKIT, env=env, jobs=2)
+    opts = resolve_options(tmp_path, recipe, PARAMS, BuildRequest(
+        archs=("sm_86,sm_90+ptx",), launcher="ccache", cc="gcc-12", cxx="g++-12", toolkit=TOOLKIT, env=env, jobs=2))
     e = base_env(opts, env)
     assert e["TORCH_CUDA_ARCH_LIST"] == "8.6;9.0+PTX" and e["CUDAARCHS"] == "86-real;90"
     assert e["CMAKE_CUDA_COMPILER_LAUNCHER"] == str(bindir / "ccache")
@@ -189,18 +190,18 @@ def test_arch_option_overrides_and_host_compiler_and_launcher(tmp_path: Path, re
     assert (e["CC"], e["CXX"], e["CUDAHOSTCXX"], e["NVCC_CCBIN"]) == ("gcc-12", "g++-12", "g++-12", "g++-12")
     assert any(n.startswith("MAX_JOBS=2") for n in opts.notes)
     with pytest.raises(ToolError, match="sccache is not on PATH"):
-        resolve_options(tmp_path, recipe, PARAMS, launcher="sccache", toolkit=TOOLKIT, env=env)
+        resolve_options(tmp_path, recipe, PARAMS, BuildRequest(launcher="sccache", toolkit=TOOLKIT, env=env))
 
 
 def test_building_for_params_that_patch_differently_is_refused(tmp_path: Path, recipe) -> None:  # type: ignore[no-untyped-def]
     # sm_86 selects the same steps as the applied sm_90: fine. sm_75 would not get arch-guard.
-    resolve_options(tmp_path, recipe, PARAMS, archs=["sm_86"], toolkit=TOOLKIT)
+    resolve_options(tmp_path, recipe, PARAMS, BuildRequest(archs=("sm_86",), toolkit=TOOLKIT))
     with pytest.raises(ConfigError, match=r"patched for arch=sm_90; arch=sm_75 .*must not have recipe/arch-guard"):
-        resolve_options(tmp_path, recipe, PARAMS, archs=["sm_75"], toolkit=TOOLKIT)
+        resolve_options(tmp_path, recipe, PARAMS, BuildRequest(archs=("sm_75",), toolkit=TOOLKIT))
 
 
 def test_report_dir_defaults_inside_git(tmp_path: Path, recipe) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / ".git").mkdir()
-    opts = resolve_options(tmp_path, recipe, PARAMS, toolkit=TOOLKIT)
+    opts = resolve_options(tmp_path, recipe, PARAMS, BuildRequest(toolkit=TOOLKIT))
     assert opts.report_dir == (tmp_path / ".git" / "lgpatch" / "build").resolve()
     assert opts.log_path == opts.report_dir / "build.log"

@@ -112,13 +112,14 @@ def test_many_lines_in_small_writes(tmp_path: Path) -> None:
 DRIVER = """
 import sys
 from pathlib import Path
-from legacy_gpu_patch.build.run import resolve_options, run_build
+from legacy_gpu_patch.build.options import BuildRequest, resolve_options
+from legacy_gpu_patch.build.run import run_build
 from legacy_gpu_patch.config.recipe import SearchPath, load_recipe
 from legacy_gpu_patch.build.runner import PlainDisplay
 
 root = Path(sys.argv[1])
 recipe = load_recipe(root / "r.yaml", SearchPath((root,), (root,)))
-opts = resolve_options(root, recipe, {}, jobs=1, report_dir=root / "rep")
+opts = resolve_options(root, recipe, {}, BuildRequest(jobs=1, report_dir=root / "rep", python=sys.executable))
 out = run_build(opts, display=PlainDisplay(sys.stdout.buffer), grace=float(sys.argv[2]))
 print("EXIT", int(out.exit_code), flush=True)
 sys.exit(int(out.exit_code))

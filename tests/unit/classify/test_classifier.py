@@ -96,12 +96,12 @@ def test_any_chunking_gives_the_same_findings(path: Path) -> None:
         assert pieces == whole
 
 
-def test_full_scan_limit_does_not_change_a_failing_tail() -> None:
-    """Past the first bytes, extended triggers are searched around failures (and at the end): same result here."""
+def test_a_failing_tail_after_a_long_quiet_head_is_found_the_same() -> None:
+    """Every trigger is searched in every line: what comes before the failing tail changes nothing."""
     data, expect = parse_fixture(FIXTURES / "categories" / "link-oom.log")
     padding = b"[1/2] Building CXX object x.o\n" * 2000
     padded = padding + data
-    c = Classifier(full_scan=0)
+    c = Classifier()
     c.feed(padded)
     shifted = {ln + 2000: v for ln, v in expect.items()}
     assert not check_fixture(padded, shifted, c.close())

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from legacy_gpu_patch.classify import classifier as cl
+from legacy_gpu_patch.classify import fastpath, scan
 from legacy_gpu_patch.classify.classifier import Classifier, classify_stream, load_rules, normalize, strip_prefixes
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
@@ -132,17 +132,17 @@ def test_raw_prefix_strip_agrees_with_strip_prefixes() -> None:
         line = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 5))) + rnd.choice(BODIES[:8])
         if not line.isascii() or "\x1b" in line or "\r" in line:
             continue
-        raw = cl._strip_raw_prefixes(line.encode()).decode()
+        raw = fastpath._strip_raw_prefixes(line.encode()).decode()
         assert raw.rstrip() == strip_prefixes(line), line
 
 
 def test_first_bytes_of_the_prefixes() -> None:
-    first = cl._RAW_PREFIX_FIRST
+    first = fastpath._RAW_PREFIX_FIRST
     assert first is not None
     assert {chr(b) for b in first} == set("0123456789[#>E|")
-    assert cl._first_bytes(re.compile(rb"(?i:abc)")) is None
-    assert cl._first_bytes(re.compile(rb"a*b")) is None  # may start with a or b: not plain
-    assert cl._first_bytes(re.compile(rb"^(?:ab|[x-z]c|\d+)")) == frozenset(b"axyz0123456789")
+    assert fastpath._first_bytes(re.compile(rb"(?i:abc)")) is None
+    assert fastpath._first_bytes(re.compile(rb"a*b")) is None  # may start with a or b: not plain
+    assert fastpath._first_bytes(re.compile(rb"^(?:ab|[x-z]c|\d+)")) == frozenset(b"axyz0123456789")
 
 
 @pytest.mark.parametrize(
@@ -161,14 +161,14 @@ def test_first_bytes_of_the_prefixes() -> None:
     ],
 )
 def test_anchored_patterns(pattern: str, anchored: bool) -> None:
-    assert cl._anchored(re.compile(pattern)) is anchored
+    assert fastpath._anchored(re.compile(pattern)) is anchored
 
 
 def test_lead_steps_match_as_search_would() -> None:
     c = Classifier()
     rules = c._rules[: c._lead]
     anchored = c._lead_steps
-    searched = [(r, g, r.regex.search) for r, g, _ in cl._lead_steps(rules)]
+    searched = [(r, g, r.regex.search) for r, g, _ in fastpath._lead_steps(rules)]
     assert any(f.__name__ == "match" for _, _, f in anchored), "the merged lead run is anchored"
     for line in edge_lines():
         text = normalize(line)
@@ -182,7 +182,7 @@ def test_lead_steps_match_as_search_would() -> None:
 @pytest.mark.parametrize("needle", [b"ERROR", b"Killed", b"** WARNING", b"r\xc3\xa9f\xc3\xa9rence", b"RR", b"rror"])
 def test_finder_finds_what_bytes_find_finds(needle: bytes) -> None:
     rnd = random.Random(needle)
-    finder = cl._Finder(needle)
+    finder = scan._Finder(needle)
     for alphabet in (b"EROx \n", b"abcR\n", b"ERROR\n", bytes(range(256)), b"*WARNING \n"):
         for _ in range(100):
             data = bytes(rnd.choices(alphabet, k=rnd.randint(0, 6000)))
@@ -197,7 +197,7 @@ def test_finder_finds_what_bytes_find_finds(needle: bytes) -> None:
 
 
 def test_finder_falls_back_where_its_rare_byte_is_frequent() -> None:
-    finder = cl._Finder(b"ERROR")
+    finder = scan._Finder(b"ERROR")
     assert finder.byte == b"R"
     data = b"RRRR xR " * 5000 + b"ERROR"
     assert finder.first(data, 0, len(data)) == len(data) - 5
@@ -206,7 +206,7 @@ def test_finder_falls_back_where_its_rare_byte_is_frequent() -> None:
 
 def test_rare_bytes_are_chosen_for_triggers_that_have_one() -> None:
     rules = load_rules()
-    picked = {t: cl._Finder(t).byte for t in (*rules.triggers, *rules.extended_triggers)}
+    picked = {t: scan._Finder(t).byte for t in rules.triggers}
     assert picked[b"rror"] == b""  # nothing rare in it: bytes.find
     assert picked[b"ERROR"] == b"R"
     assert picked[b"Killed"] == b"K"
@@ -215,8 +215,58 @@ def test_rare_bytes_are_chosen_for_triggers_that_have_one() -> None:
     assert picked["\u30a8\u30e9\u30fc".encode()] == b""  # searched only where its lead byte is: plain
 
 
-def test_classify_stream_searches_the_end_of_a_long_log_with_the_extended_triggers() -> None:
-    # past the first full_scan bytes, with no consequence line after them: only the end-of-log search finds these
+def test_classify_stream_finds_errors_without_an_error_word_at_the_end_of_a_long_log() -> None:
+    # no consequence line after them: every trigger is searched in every line, so these are found too
     data = b"[1/2] Building CXX object x.o\n" * 100 + b"/usr/bin/ld: cannot find -lcudart\n" + b"Killed\n"
-    c = classify_stream(io.BytesIO(data), Classifier(full_scan=0))
+    c = classify_stream(io.BytesIO(data), Classifier())
     assert {f.category for f in c.findings()} == {"linker-undefined", "oom-killed"}
+
+
+def test_necessary_factors_gate_no_line_a_rule_would_match() -> None:
+    """A rule's regex is skipped on a line without any of its necessary strings: never on one it matches."""
+    c = Classifier()
+    plain = Classifier()
+    plain._factors = plain._no_factors  # every candidate rule's regex runs
+    for line in edge_lines():
+        text = normalize(line)
+        got, want = c.match(text), plain.match(text)
+        assert (got and (got[0].id, got[1].span())) == (want and (want[0].id, want[1].span())), line
+    for rule in c.rules.rules:
+        for ex in rule.examples:
+            text = normalize(ex)
+            if rule.regex.search(text) and text.isascii():
+                need = fastpath.necessary_factors(rule.regex)
+                assert need is None or all(any(f in text.lower() for f in one) for one in need), (rule.id, ex)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "factors"),
+    [
+        (r"undefined reference to (?:symbol )?'(?P<key>\w+)'", [{"undefined reference to "}]),
+        (r"(?:ab|cd)x+\bfooo(?=bar)", [{"fooo"}, {"bar"}]),
+        (r"(?i)No (?:such file|module named)", [{"no such file", "no module named"}]),
+        (r"a*bc", None),  # nothing of three characters is necessary
+        (r"(?:xyz)?abcd|efgh", [{"abcd", "efgh"}]),
+        (r"^(?=.*\u200b$)(?=.*\berror\b).*?'", [{"error"}]),
+        (r"error: (?:cudaThreadExit|cuda_Foo)\b", [{"error: cudathreadexit", "error: cuda_foo"}]),
+    ],
+)
+def test_necessary_factors(pattern: str, factors: list[set[str]] | None) -> None:
+    found = fastpath.necessary_factors(re.compile(pattern))
+    assert ([set(s) for s in found] if found is not None else None) == factors
+
+
+def test_anchor_groups_find_the_lines_each_trigger_finds() -> None:
+    """Triggers sharing a 3-byte piece are searched through it once: the candidate lines are the same."""
+    rules = load_rules()
+    shared, plain = scan.TriggerSearch(rules.triggers), scan.TriggerSearch(rules.triggers, share=False)
+    assert shared.groups and not plain.groups
+    rnd = random.Random(4)
+    words = [t.decode("utf-8") for t in rules.triggers] + ["not", "fin", "ot", " ", "\n", "x", "defined", "canno"]
+    texts = [p.read_bytes() for p in sorted(FIXTURES.rglob("*.log"))]
+    texts += ["".join(rnd.choice(words) for _ in range(rnd.randint(0, 400))).encode() + b"\n" for _ in range(300)]
+    for data in texts:
+        for start in (0, min(len(data), 7)):
+            end = len(data)
+            got = shared.lines(data, start, end, data.isascii())
+            assert got == plain.lines(data, start, end, data.isascii())

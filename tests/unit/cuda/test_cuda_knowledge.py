@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from legacy_gpu_patch.cuda import changes
 from legacy_gpu_patch.cuda import knowledge as ck
 
 # `nvcc --list-gpu-arch` of CUDA 13.0.88 (recorded on the project's build machine; the integration test compares
@@ -153,16 +154,16 @@ def test_newest_and_oldest_toolkit_with() -> None:
 
 
 def test_notable_changes() -> None:
-    found = {(c.version, c.what.split(" ")[0]) for c in ck.changes_between("8.0", "13.0")}
+    found = {(c.version, c.what.split(" ")[0]) for c in changes.changes_between("8.0", "13.0")}
     assert ("11.0", "cuSPARSE") in found
     assert ("12.0", "texture") in found
     assert ("12.0", "cudaProfilerInitialize") in found
     assert ("12.9", "NVTX") in found  # removed in 12.9, not 13.0
     assert ("13.0", "offline") in found
-    assert all(c.source and c.fix and c.symptom for c in ck.CHANGES)
-    assert [c.version for c in ck.changes_between("11.8", "12.0")] == ["12.0"] * 3
-    assert ck.changes_between("13.0", "13.0") == []
-    spmm = next(c for c in ck.CHANGES if "cusparseScsrmm2" in c.symptom)
+    assert all(c.source and c.fix and c.symptom for c in changes.CHANGES)
+    assert [c.version for c in changes.changes_between("11.8", "12.0")] == ["12.0"] * 3
+    assert changes.changes_between("13.0", "13.0") == []
+    spmm = next(c for c in changes.CHANGES if "cusparseScsrmm2" in c.symptom)
     assert spmm.patchset == "cusparse-spmm"
 
 
@@ -176,3 +177,12 @@ def test_version_helpers() -> None:
     assert not ck.version_at_least("450.51", "450.80.02")
     with pytest.raises(ValueError):
         ck.vtuple("abc")
+
+
+def test_docs_toolkit_table_is_what_the_module_prints() -> None:
+    from helpers import REPO
+
+    page = (REPO / "docs" / "cuda.md").read_text(encoding="utf-8")
+    table = ck.toolkit_table()
+    assert table.count("\n") == len(ck.TOOLKITS) + 2 and "| 13.0 | 75 80 86" in table
+    assert table in page, "docs/cuda.md's Toolkits table differs from `python -m legacy_gpu_patch.cuda.knowledge`"

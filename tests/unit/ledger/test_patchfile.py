@@ -450,3 +450,23 @@ def test_same_file_in_two_sections(tmp_path: Path) -> None:
              "--- a/f.c\n+++ b/f.c\n@@ -1,2 +1,2 @@\n-ONE\n+UNO\n L2\n")
     apply(tmp_path, patch)
     assert (tmp_path / "f.c").read_text().startswith("UNO\nL2\n")
+
+
+def test_failing_huge_hunk_shows_its_ends_not_all_of_it(tmp_path: Path) -> None:
+    # A 200k-line hunk whose old side differs from the file in one line in the middle: the error shows the first
+    # and last lines of the hunk, the closest lines, and where the rest is: a few dozen lines, not 400,008.
+    n = 200_000
+    write_files(tmp_path, {"big.c": "".join(f"line {i}\n" for i in range(n))})
+    old = [f"line {i}\n" for i in range(n)]
+    old[n // 2] = "not in the file\n"
+    patch = (f"--- a/big.c\n+++ b/big.c\n@@ -1,{n} +1,{n} @@\n" + "".join(" " + ln for ln in old[:-1])
+             + f"-{old[-1]}+changed\n")
+    with pytest.raises(PatchError) as info:
+        compute(tmp_path, patch, ORIGIN)
+    message = info.value.message
+    assert len(message.splitlines()) < 60, len(message.splitlines())
+    assert "line 0\n" in message and f"line {n - 1}\n" in message  # the hunk's ends
+    assert "line 100000" not in message  # its middle is left out …
+    assert f"not shown: the whole hunk ({n} old line(s)) is lines 4-{n + 4} of widen.patch" in message  # … found
+    assert f"lines 1-{n} of big.c in the work tree" in message
+    assert (tmp_path / "big.c").read_text().startswith("line 0\n")

@@ -3,6 +3,7 @@ probe schema, the pristine-outcome rule). No git, no nvcc: see tests/integration
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def _selected(recipe, **given: str) -> list[str]:
 def test_alias_source_pin_and_parameters(recipe) -> None:
     assert recipe.name == "pytorch-1.5.0-lms+cuda11"
     assert "pytorch-lms" in recipe.aliases
-    source = dict(recipe.source)
+    source = dataclasses.asdict(recipe.source)
     submodules = source.pop("submodules")
     assert source == {"url": "https://github.com/pytorch/pytorch", "ref": "v1.5.0",
                       "commit": "4ff3872a2099993bf7e8c588f7182f3df777205b"}
@@ -56,8 +57,8 @@ def test_alias_source_pin_and_parameters(recipe) -> None:
 def test_lms_is_the_first_step_pinned_by_sha256(recipe) -> None:
     first = recipe.entries[0].step
     assert first is not None and first.id == "ibm-lms" and first.kind == "url-patch"
-    assert first.body["url"] == LMS_URL
-    assert first.body["sha256"] == LMS_SHA
+    assert first.body.url == LMS_URL
+    assert first.body.sha256 == LMS_SHA
 
 
 def test_patchsets_in_order(recipe) -> None:
@@ -89,17 +90,17 @@ def test_tf32_parameter_defaults_off(recipe) -> None:
 
 
 def test_build_makes_a_wheel_with_portable_run_paths(recipe) -> None:
-    commands = {c["name"]: c for c in recipe.build["commands"]}
-    configure = commands["configure"]["argv"]
+    commands = {c.name: list(c.argv) for c in recipe.build.commands}  # typed: BuildCommand, argv a tuple
+    configure = commands["configure"]
     assert configure[:5] == ["cmake", "-S", ".", "-B", "build"]  # setup.py's build folder: bdist_wheel reuses it
     assert "-DCMAKE_INSTALL_PREFIX=${workdir}/torch" in configure
     assert "-DLGPATCH_WHEEL_RPATH=$$ORIGIN/../../nvidia/cu13/lib;$$ORIGIN/../../nvidia/cudnn/lib" in configure
     assert "-DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON" in configure
     names = list(commands)
     assert names.index("pybind11-py312") < names.index("configure") < names.index("build") < names.index("wheel")
-    assert "setup.py bdist_wheel -d dist" in commands["wheel"]["argv"][2]
-    assert "1.5.0+lgpatch.cu${cuda//./}.${arch//_/}" in commands["wheel"]["argv"][2]
-    assert "--forbid-runpath-under" in commands["check-wheel"]["argv"][2]
+    assert "setup.py bdist_wheel -d dist" in commands["wheel"][2]
+    assert "1.5.0+lgpatch.cu${cuda//./}.${arch//_/}" in commands["wheel"][2]
+    assert "--forbid-runpath-under" in commands["check-wheel"][2]
 
 
 def test_every_patchset_has_readme_mirrors_and_our_own_patches(recipe) -> None:
@@ -118,8 +119,8 @@ def test_caffe2_api_decision_is_aliases_not_a_rename(recipe) -> None:
     ps = next(e.patchset for e in recipe.entries[1:] if e.patchset.name == "caffe2-api-rename")
     assert [s.kind for s in ps.steps] == ["insert"]
     body = ps.steps[0].body
-    assert body["file"] == "c10/macros/Export.h"  # the seed's "Exports.h" does not exist
-    text = body["text"]
+    assert body.file == "c10/macros/Export.h"  # the seed's "Exports.h" does not exist
+    text = body.text
     assert "#define TORCH_API CAFFE2_API" in text
     assert "#define TORCH_CUDA_CU_API TORCH_CUDA_API" in text
     assert "CAFFE2_USED" not in text  # the seed's rename target is __attribute__((__used__)), not an export
@@ -134,13 +135,13 @@ def test_gpudefs_patch_has_no_upper_bound() -> None:
 
 
 def test_verify_probes_cover_the_seed_errors(recipe) -> None:
-    probes = {p["name"]: p for p in recipe.verify}
-    assert probes["gpudefs-warp-size"]["unpatched"] == "fail"
-    assert "Unknown __CUDA_ARCH__" in probes["gpudefs-warp-size"]["expect_error"]
-    assert probes["sparse-cuda-blas"]["expect_error"] == 'identifier "cusparseScsrmm2" is undefined'
-    assert "cusparse.h" in probes["sparse-cuda-blas"]["requires"]
+    probes = {p.name: p for p in recipe.verify}
+    assert probes["gpudefs-warp-size"].unpatched == "fail"
+    assert "Unknown __CUDA_ARCH__" in (probes["gpudefs-warp-size"].expect_error or "")
+    assert probes["sparse-cuda-blas"].expect_error == 'identifier "cusparseScsrmm2" is undefined'
+    assert "cusparse.h" in probes["sparse-cuda-blas"].requires
     # CMake scripts are listed with a reason, not silently left out.
-    assert all(p["skip"] for p in recipe.verify if p["file"].endswith(".cmake"))
+    assert all(p.skip for p in recipe.verify if p.file.endswith(".cmake"))
 
 
 # ------------------------------------------------------------------------------------------ configure_file
@@ -200,17 +201,17 @@ def _compiled(ok: bool, output: str = "") -> verify.Compiled:
 
 
 def test_pristine_must_fail_with_the_declared_error() -> None:
-    probe = {"unpatched": "fail", "expect_error": r'identifier "cusparseScsrmm2" is undefined'}
-    assert verify._check_pristine(probe, _compiled(False, 'x.cu(112): error: identifier "cusparseScsrmm2" '
-                                                          "is undefined")) is None
-    assert "not with" in verify._check_pristine(probe, _compiled(False, "fatal error: cusparse.h: No such file"))
-    assert "compiles" in verify._check_pristine(probe, _compiled(True))
+    probe = ("fail", r'identifier "cusparseScsrmm2" is undefined')  # unpatched, expect_error
+    assert verify._check_pristine(*probe, _compiled(False, 'x.cu(112): error: identifier "cusparseScsrmm2" '
+                                                           "is undefined")) is None
+    assert "not with" in verify._check_pristine(*probe, _compiled(False, "fatal error: cusparse.h: No such file"))
+    assert "compiles" in verify._check_pristine(*probe, _compiled(True))
 
 
 def test_pristine_pass_and_any() -> None:
-    assert verify._check_pristine({"unpatched": "pass"}, _compiled(True)) is None
-    assert "expected to compile" in verify._check_pristine({"unpatched": "pass"}, _compiled(False, "error: x"))
-    assert verify._check_pristine({"unpatched": "any"}, _compiled(False, "error: x")) is None
+    assert verify._check_pristine("pass", None, _compiled(True)) is None
+    assert "expected to compile" in verify._check_pristine("pass", None, _compiled(False, "error: x"))
+    assert verify._check_pristine("any", None, _compiled(False, "error: x")) is None
 
 
 def test_wheel_include_dirs(tmp_path: Path) -> None:

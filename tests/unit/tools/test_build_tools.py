@@ -236,7 +236,9 @@ def test_wheel_check_finds_missing_modules_and_build_tree_run_paths(tmp_path: Pa
         zf.writestr("pkg-1.0.data/data/include/x.so", "not a module")
     exts = wheel_check.extensions(wheel)
     assert [e.module for e in exts] == ["cupy.core.core", "cupy.cuda.cudnn"]
-    ok = ["--dist", str(wheel.parent), "--require-runpath", "$ORIGIN/../../nvidia/cu13/lib",
+    # Absolute entries are refused by default (test_wheel_check_refuses_absolute_run_paths); allowed here, so that
+    # the build-tree rule is what this test sees.
+    ok = ["--dist", str(wheel.parent), "--require-runpath", "$ORIGIN/../../nvidia/cu13/lib", "--allow-absolute-runpath",
           "--expect", "cupy.core.core", "cupy.cuda.cudnn"]
     assert wheel_check.main(ok) == 0
     assert wheel_check.main([*ok, "cupy.cuda.cusolver"]) == wheel_check.EXIT_BUILD
@@ -245,3 +247,34 @@ def test_wheel_check_finds_missing_modules_and_build_tree_run_paths(tmp_path: Pa
     err = capsys.readouterr().err
     assert "cudnn" in err and "driver-stub" in err and "core.cpython" not in err
     assert wheel_check.main(["--dist", str(tmp_path / "nowhere")]) == wheel_check.EXIT_TOOL
+
+
+@requires_gcc
+def test_wheel_check_refuses_absolute_run_paths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What the Chainer build left in its wheel before: the building Python's lib folder and the toolkit's lib64."""
+    python_lib, cuda_lib = tmp_path / "pyenv" / "lib", tmp_path / "cuda" / "lib64"
+    relative = _shared_object(tmp_path / "rel.so", "int a(void) { return 0; }\n", "-Wl,--enable-new-dtags",
+                              "-Wl,-rpath,$ORIGIN/../../nvidia/cu13/lib:$ORIGIN")
+    absolute = _shared_object(tmp_path / "abs.so", "int b(void) { return 0; }\n", "-Wl,--enable-new-dtags",
+                              f"-Wl,-rpath,{python_lib}", f"-Wl,-rpath,$ORIGIN/../../nvidia/cu13/lib:{cuda_lib}")
+    old_rpath = _shared_object(tmp_path / "old.so", "int c(void) { return 0; }\n", "-Wl,--disable-new-dtags",
+                               "-Wl,-rpath,lib")
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    for name, members in (("good", [relative]), ("bad", [relative, absolute]), ("cwd", [old_rpath])):
+        with zipfile.ZipFile(dist / f"{name}-1.0-cp311-cp311-linux_x86_64.whl", "w") as zf:
+            for i, so in enumerate(members):
+                zf.write(so, f"pkg/m{i}.cpython-311-x86_64-linux-gnu.so")
+    check = ["--require-runpath", "$ORIGIN/../../nvidia/cu13/lib"]
+    assert wheel_check.main(["--wheel", str(dist / "good-1.0-cp311-cp311-linux_x86_64.whl"), *check]) == 0
+    capsys.readouterr()
+    assert wheel_check.main(["--wheel", str(dist / "bad-1.0-cp311-cp311-linux_x86_64.whl"), *check]) == \
+        wheel_check.EXIT_BUILD
+    err = capsys.readouterr().err
+    assert f"pkg/m1.cpython-311-x86_64-linux-gnu.so: run path entry {python_lib} is not $ORIGIN-relative" in err
+    assert f"run path entry {cuda_lib} is not $ORIGIN-relative" in err and "pkg/m0" not in err
+    # a relative entry that is not $ORIGIN is relative to the current folder: no better (DT_RPATH too)
+    assert wheel_check.main(["--wheel", str(dist / "cwd-1.0-cp311-cp311-linux_x86_64.whl")]) == wheel_check.EXIT_BUILD
+    assert "run path entry lib is not $ORIGIN-relative" in capsys.readouterr().err
+    assert wheel_check.main(["--wheel", str(dist / "bad-1.0-cp311-cp311-linux_x86_64.whl"),
+                             "--allow-absolute-runpath"]) == 0

@@ -1,0 +1,194 @@
+"""Which rule decides a normalized line: the lead rules first, then the rules whose prefilter literals it holds.
+
+The rules of the lead files (anchored exceptions: command echoes, progress lines, warnings) are tried first, one
+by one (runs of them merged into one regex, see fastpath.py); then the prefilter literals present in the line
+select the rules worth a regex among the rest, in priority order. The first rule whose regex matches decides;
+exception rules (warnings about deprecated things, command echoes, ...) decide "no finding".
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from legacy_gpu_patch.classify.fastpath import (
+    _GLUE_FIRST,
+    _MAY_BE_PREFIXED,
+    MATCH_WINDOW,
+    _lead_machinery,
+    _strip_raw_prefixes,
+    necessary_factors,
+)
+from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
+
+__all__ = ["Hit", "LiteralIndex", "Matcher"]
+
+Hit = tuple[Rule, "re.Match[str]"]
+
+GRAM = 3
+# Letters by how common they are in build logs, commonest first: a literal is indexed by its gram of the rarest ones.
+_COMMON = "etaoinsrcdlup/_-.:mh1f20 gbC"
+
+
+def _rarity(gram: str) -> int:
+    return sum(_COMMON.find(ch) if ch in _COMMON else len(_COMMON) + 1 for ch in gram)
+
+
+class LiteralIndex:
+    """Which rules (after the lead ones) a lowercased line may match, by the prefilter literals it holds.
+
+    Testing each of ~300 literals with `in` costs ~100 us a line, which an error-dense log pays on every line. Each
+    literal is indexed by one of its 3-character grams (its rarest); a line's grams select the few literals worth an
+    `in`. Exact: a literal in the line has its gram in the line.
+    """
+
+    __slots__ = ("always", "by_gram", "gated", "short")
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.always = tuple(sorted(rules.always))
+        self.gated = dict(zip(rules.literals, rules.literal_rules))
+        self.by_gram: dict[str, list[str]] = {}
+        self.short: list[str] = []
+        for lit in rules.literals:
+            if len(lit) < GRAM:
+                self.short.append(lit)
+                continue
+            gram = max((lit[i : i + GRAM] for i in range(len(lit) - GRAM + 1)), key=_rarity)
+            self.by_gram.setdefault(gram, []).append(lit)
+
+    def rules_for(self, low: str) -> list[int]:
+        """Indices (priority order) of the rules whose prefilter literals occur in `low` (or that have none)."""
+        idx = set(self.always)
+        gated = self.gated
+        grams = {low[i : i + GRAM] for i in range(len(low) - GRAM + 1)}
+        for gram in grams.intersection(self.by_gram):
+            for lit in self.by_gram[gram]:
+                if lit in low:
+                    idx.update(gated[lit])
+        for lit in self.short:
+            if lit in low:
+                idx.update(gated[lit])
+        return sorted(idx)
+
+
+_UNKNOWN: Any = object()  # not read yet (a rule whose pattern gives no strings has None)
+
+
+@lru_cache(maxsize=8)
+def _rule_factors(rules: RuleSet) -> list[Any]:
+    """Per rule, its necessary strings (fastpath.necessary_factors), filled in as rules are tried."""
+    return [_UNKNOWN] * len(rules.rules)
+
+
+class Matcher:
+    """The rule set of a classifier, with its fast paths."""
+
+    def __init__(self, rules: RuleSet | None = None) -> None:
+        self.rules = rules or load_rules()
+        self._rules = self.rules.rules
+        self._lead = self.rules.lead
+        self._literals = self.rules.literals
+        self._literal_rules = self.rules.literal_rules
+        self._always = self.rules.always
+        self._raw_skip, self._lead_steps = _lead_machinery(self._rules[: self._lead])
+        self._index = LiteralIndex(self.rules)
+        # per rule, strings one of which each match holds (ASCII lines only: lower() is per character there)
+        self._factors = _rule_factors(self.rules)
+        self._no_factors: list[Any] = [None] * len(self._rules)
+
+    def _raw_skipped(self, raw: bytes, ascii: bool = False) -> bool:
+        """Whether a plain line is decided on its raw bytes: a command echo, include chain or progress line.
+
+        The raw regex (see _raw_skip_regex) reads the line as normalize() would leave it only when the line is
+        ASCII and holds nothing that normalize() rewrites besides its prefixes (stripped here as there): colours,
+        \\r, a progress message of another job glued in front ("Building x.o/src/a.cpp:1: error"), localized
+        severity words of ASCII languages (they end the line with LOCAL_MARK, which an anchored `$` then misses).
+        Then the same exception reads the normalized text, and the decode and normalisation are saved. A long line
+        is read on its first MATCH_WINDOW bytes, as _line() reads it.
+        """
+        skip = self._raw_skip
+        if skip is None or not (ascii or raw.isascii()):
+            return False
+        head = raw if len(raw) <= MATCH_WINDOW else raw[:MATCH_WINDOW]
+        if head[:1] in _MAY_BE_PREFIXED:
+            head = _strip_raw_prefixes(head)
+        if skip.match(head) is None:
+            return False
+        # `in` on str: bytes' `in` first tries the needle as an int and pays for the TypeError, several times slower
+        text = raw.decode("latin-1")
+        if "\x1b" in text or "\r" in text or "\x1c" in text or "\x1d" in text or "\x1e" in text or "\x1f" in text:
+            return False
+        # _LOCAL_RE rewrites a word only before a colon: most command echoes have none
+        if ":" in text and ("ehler" in text or "rreur" in text or "rrore" in text):
+            return False
+        body = head.lstrip()
+        if body and body[0] not in _GLUE_FIRST:
+            return True
+        return not (".o/" in text or ".obj" in text or ".o\\" in text)
+
+    def match(self, text: str) -> Hit | None:
+        """The first rule (exceptions included) that matches a normalized line.
+
+        The rules of the lead files (anchored exceptions: command echoes, progress lines, warnings) are tried
+        first, one by one; then the prefilter literals present in the line select the rules worth a regex among
+        the rest, in priority order.
+        """
+        hit = self._lead_match(text)
+        if hit is not None:
+            return hit
+        rules = self._rules
+        low = text.lower()
+        factors = self._factors if text.isascii() else self._no_factors
+        for i in self._index.rules_for(low):
+            need = factors[i]
+            if need is _UNKNOWN:  # read from the pattern when the rule is first tried: start-up stays cheap
+                need = factors[i] = necessary_factors(rules[i].regex)
+            if need is not None and not all(any(f in low for f in one) for one in need):
+                continue  # a set of strings every match holds one of, none here: the regex cannot match
+            m = rules[i].regex.search(text)
+            if m:
+                return rules[i], m
+        return None
+
+    def _lead_match(self, text: str) -> Hit | None:
+        low = None
+        for rule, group, find in self._lead_steps:
+            if group is not None:
+                # consecutive exceptions without prefilter, as one regex: which one matched does not matter
+                gm = find(text)
+                if gm:
+                    for idx, member in group:
+                        if gm.start(idx) >= 0:
+                            return member, gm
+                continue
+            if rule.prefilter:
+                if low is None:
+                    low = text.lower()
+                for lit in rule.prefilter:
+                    if lit in low:
+                        break
+                else:
+                    continue
+            m = find(text)
+            if m:
+                return rule, m
+        return None
+
+    def _match_excluding(self, text: str, header: Rule) -> Hit | None:
+        """Like match(), for the joined text of a block: skipping block headers (the one that opened it too)."""
+        low = text.lower()
+        for rule in self._rules:
+            if rule is header or rule.block is not None:
+                continue
+            if rule.prefilter and not any(lit in low for lit in rule.prefilter):
+                continue
+            m = rule.regex.search(text)
+            if m:
+                return rule, m
+        return None
+
+    def _own_message(self, text: str) -> bool:
+        """Whether a line reads as a message of its own (a specific rule, or an exception such as a warning)."""
+        hit = self.match(text)
+        return hit is not None and not hit[0].generic

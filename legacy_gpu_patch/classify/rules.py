@@ -1,0 +1,276 @@
+"""The classifier's rules: loaded from legacy_gpu_patch/classify/rules/*.yaml (schema in rules_schema.py), compiled.
+
+File order, then list order, is priority: the first rule whose regex matches a normalized line decides it. Patterns
+use `{MACRO}` fragments; prefilters use `$NAME` literal sets; both are defined once in the files. Load errors name
+file:line: key, as for recipes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from legacy_gpu_patch.classify.rules_schema import CATEGORIES, RULES_FILE_SCHEMA
+from legacy_gpu_patch.config.resources import rules_dir
+from legacy_gpu_patch.config.schema import Ctx, did_you_mean
+from legacy_gpu_patch.config.yamlio import LineDict, load_file
+from legacy_gpu_patch.errors import ConfigError
+
+__all__ = ["CATEGORIES", "BlockSpec", "Rule", "RuleSet", "distinct_triggers", "load_rules", "rule_files"]
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    cont: re.Pattern[str]
+    stop: re.Pattern[str] | None
+    end: re.Pattern[str] | None
+    max_lines: int
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    category: str
+    severity: str
+    regex: re.Pattern[str]
+    prefilter: tuple[str, ...]
+    explanation: str
+    fix: str
+    patchsets: tuple[str, ...]
+    exception: bool
+    secondary: bool
+    generic: bool
+    block: BlockSpec | None
+    examples: tuple[str, ...]
+    not_examples: tuple[str, ...]
+    source: str  # file:line where the rule is defined
+    key_groups: tuple[str, ...]
+    priority: int = 0  # position in the rule order (lower wins)
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    rules: tuple[Rule, ...]
+    triggers: tuple[bytes, ...]  # searched in every line of the log (non-ASCII ones where their lead byte occurs)
+    lead: int  # rules[:lead] (lead files) are tried first, one by one, each gated by its own prefilter
+    literals: tuple[str, ...]  # distinct prefilter literals of rules[lead:]
+    literal_rules: tuple[tuple[int, ...], ...]  # literals[i] gates these rule indices
+    always: frozenset[int]  # rules[lead:] without a prefilter
+    files: tuple[str, ...]
+
+    def by_id(self, rule_id: str) -> Rule:
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        raise KeyError(rule_id)
+
+
+_MACRO_RE = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
+
+
+def _expand(pattern: str, macros: dict[str, str], ctx: Ctx, depth: int = 0) -> str:
+    if depth > 8:
+        raise ctx.error("macros nest too deeply (a macro refers to itself?)")
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in macros:
+            raise ctx.error(f"unknown macro {{{name}}}{did_you_mean(name, macros)}; known: {', '.join(macros)}")
+        return "(?:" + _expand(macros[name], macros, ctx, depth + 1) + ")"
+
+    return _MACRO_RE.sub(sub, pattern)
+
+
+def _lines_of(raw: Any, key: str) -> list[int]:
+    value = raw.get(key) if isinstance(raw, dict) else None
+    return list(getattr(value, "item_lines", []))
+
+
+def _key_line(raw: Any, key: str, default: int) -> int:
+    return raw.key_lines.get(key, default) if isinstance(raw, LineDict) else default
+
+
+def rule_files(directory: Path | None = None) -> list[Path]:
+    folder = directory or rules_dir()
+    return sorted(folder.glob("*.yaml"))
+
+
+def load_rules(files: Sequence[Path] | None = None) -> RuleSet:
+    """Load and validate rule files (default: the shipped ones, in file-name order). Errors name file:line: key."""
+    if files is None:
+        return _default_rules()
+    return _load(tuple(Path(f) for f in files))
+
+
+@lru_cache(maxsize=1)
+def _default_rules() -> RuleSet:
+    return _load(tuple(rule_files()))
+
+
+@dataclass
+class _Parsed:
+    """What the rule files declare, before the rules are compiled."""
+
+    files: list[tuple[str, Any, dict[str, Any]]] = field(default_factory=list)  # (shown name, raw, validated)
+    macros: dict[str, str] = field(default_factory=dict)
+    literal_sets: dict[str, list[str]] = field(default_factory=dict)
+    triggers: list[str] = field(default_factory=list)
+
+
+def _read(files: tuple[Path, ...]) -> _Parsed:
+    """Validate each file and gather its macros, literal sets and triggers (errors name file:line: key)."""
+    out = _Parsed()
+    seen_plain: str | None = None
+    for path in files:
+        shown = path.name if path.parent == rules_dir() else str(path)
+        raw = load_file(path, shown)
+        if raw is None:
+            raw = LineDict()
+        data = RULES_FILE_SCHEMA.validate(raw, Ctx(shown, "", getattr(raw, "line", 0)))
+        if data["lead"] and seen_plain:
+            raise Ctx(shown, "lead", _key_line(raw, "lead", 0)).error(
+                f"a lead file must come before every other rules file ({seen_plain} sorts before it)"
+            )
+        if not data["lead"] and data["rules"]:
+            seen_plain = seen_plain or shown
+        for kind, table in (("macros", out.macros), ("literal_sets", out.literal_sets)):
+            for name, value in data[kind].items():
+                if name in table:
+                    what = "macro" if kind == "macros" else "literal set"
+                    raise Ctx(shown, f"{kind}.{name}", 0).error(f"{what} {name} is defined twice")
+                table[name] = value
+        out.triggers += data["triggers"]
+        out.files.append((shown, raw, data))
+    return out
+
+
+def _compile_all(parsed: _Parsed) -> tuple[list[Rule], int]:
+    """The rules in priority order, and how many of them come from lead files."""
+    rules: list[Rule] = []
+    lead = 0
+    seen: dict[str, str] = {}
+    for shown, raw, data in parsed.files:
+        lines = _lines_of(raw, "rules")
+        raw_rules = raw.get("rules", []) if isinstance(raw, dict) else []
+        for i, r in enumerate(data["rules"]):
+            line = lines[i] if i < len(lines) else 0
+            raw_rule = raw_rules[i] if i < len(raw_rules) else {}
+            ctx = Ctx(shown, f"rules[{i}]", line)
+            if r["id"] in seen:
+                raise ctx.child("id", _key_line(raw_rule, "id", line)).error(
+                    f"duplicate rule id {r['id']!r} (first in {seen[r['id']]})"
+                )
+            seen[r["id"]] = f"{shown}:{line}"
+            rule = _compile_rule(r, raw_rule, parsed.macros, parsed.literal_sets, ctx)
+            rules.append(replace(rule, priority=len(rules)))
+        if data["lead"]:
+            lead = len(rules)
+    return rules, lead
+
+
+def distinct_triggers(triggers: Sequence[str]) -> tuple[bytes, ...]:
+    """The triggers as bytes, each once, without those that hold another one (a line holding `is undefined` holds
+    `ndefined`: searching both would be one more pass over the log for no line more)."""
+    encoded = list(dict.fromkeys(t.encode() for t in triggers))
+    return tuple(t for t in encoded if not any(o != t and o in t for o in encoded))
+
+
+def _load(files: tuple[Path, ...]) -> RuleSet:
+    if not files:
+        raise ConfigError("no rule files found", hint=f"rules live in {rules_dir()}")
+    parsed = _read(files)
+    if not parsed.triggers:
+        raise ConfigError("rule files define no triggers: no line would ever be looked at")
+    rules, lead = _compile_all(parsed)
+    literal_rules: dict[str, list[int]] = {}
+    always: set[int] = set()
+    for i in range(lead, len(rules)):
+        if not rules[i].prefilter:
+            always.add(i)
+        for lit in rules[i].prefilter:
+            literal_rules.setdefault(lit, []).append(i)
+    return RuleSet(
+        rules=tuple(rules),
+        triggers=distinct_triggers(parsed.triggers),
+        lead=lead,
+        literals=tuple(literal_rules),
+        literal_rules=tuple(tuple(v) for v in literal_rules.values()),
+        always=frozenset(always),
+        files=tuple(str(f) for f in files),
+    )
+
+
+def _compile(pattern: str, flags: int, ctx: Ctx) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, flags)
+    except re.error as exc:
+        raise ctx.error(f"invalid regular expression: {exc}") from None
+
+
+def _compile_rule(
+    r: dict[str, Any], raw: Any, macros: dict[str, str], literal_sets: dict[str, list[str]], ctx: Ctx
+) -> Rule:
+    def sub(key: str) -> Ctx:
+        return ctx.child(key, _key_line(raw, key, ctx.line))
+
+    flags = 0 if r["case_sensitive"] else re.IGNORECASE
+    regex = _compile(_expand(r["pattern"], macros, sub("pattern")), flags, sub("pattern"))
+    prefilter = _prefilter(r["prefilter"], literal_sets, sub("prefilter"))
+    if not r["exception"] and not r["explanation"].strip():
+        raise sub("explanation").error("a rule that reports a finding needs a one-sentence explanation")
+    if r["exception"] and (r["patchset"] or r["fix"]):
+        raise sub("exception").error("an exception rule reports nothing, so it takes no fix or patchset")
+    block = _block_spec(r["block"], sub("block")) if r["block"] is not None else None
+    key_groups = tuple(name for name in regex.groupindex if name.startswith("key"))
+    return Rule(
+        id=r["id"],
+        category=r["category"],
+        severity=r["severity"],
+        regex=regex,
+        prefilter=prefilter,
+        explanation=r["explanation"].strip(),
+        fix=r["fix"].strip(),
+        patchsets=tuple(r["patchset"]),
+        exception=r["exception"],
+        secondary=r["secondary"],
+        generic=r["generic"],
+        block=block,
+        examples=tuple(str(e) for e in r["examples"]),
+        not_examples=tuple(str(e) for e in r["not_examples"]),
+        source=f"{ctx.source}:{ctx.line}",
+        key_groups=key_groups,
+    )
+
+
+
+def _prefilter(items: list[str], literal_sets: dict[str, list[str]], ctx: Ctx) -> tuple[str, ...]:
+    """A rule's prefilter literals, lowercased, `$NAME` sets expanded."""
+    literals: list[str] = []
+    for lit in items:
+        if lit.startswith("$"):
+            name = lit[1:]
+            if name not in literal_sets:
+                raise ctx.error(
+                    f"unknown literal set {lit}{did_you_mean(name, literal_sets)}; known: {', '.join(literal_sets)}"
+                )
+            literals += literal_sets[name]
+        else:
+            literals.append(lit)
+    prefilter = tuple(dict.fromkeys(lit.lower() for lit in literals))
+    for lit in prefilter:
+        if not lit.strip():
+            raise ctx.error("empty prefilter literal")
+    return prefilter
+
+
+def _block_spec(b: dict[str, Any], ctx: Ctx) -> BlockSpec:
+    return BlockSpec(
+        cont=_compile(b["continue"], 0, ctx),
+        stop=_compile(b["stop"], 0, ctx) if b["stop"] else None,
+        end=_compile(b["end"], 0, ctx) if b["end"] else None,
+        max_lines=b["max_lines"],
+    )
