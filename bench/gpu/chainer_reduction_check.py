@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""CuPy 1.24's reductions (lgpatch's build) against NumPy on the GPU: dtypes, axes, keepdims, empty inputs, sizes
+around the cupy-reduction-grid thresholds (one block per output vs several), NaN, ties for argmax/argmin.
+
+    PYTHONPATH=DIR python3 bench/gpu/chainer_reduction_check.py --label after --json check-after.json
+
+Values are small integers where the result must be exact (sums of float32 up to 2**24 are), random normals with a
+tolerance for mean/var/std. Prints pass/fail counts; exit status 1 when anything failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy
+
+# Reduced lengths on both sides of the split thresholds: 512 threads x 8 items per thread per block.
+LENGTHS = [1, 2, 255, 256, 257, 511, 512, 513, 4095, 4096, 4097, 8191, 8192, 8193, 65537, 1 << 20, 6422528]
+SHAPES_AXES = [  # (shape, axis): few outputs with a long reduced axis, and the opposite
+    ((100003, 3), 0), ((3, 100003), -1), ((3, 100003), 1), ((64, 4097), 1), ((4097, 64), 0),
+    ((8, 64, 112, 112), (0, 2, 3)), ((8, 64, 112, 112), None), ((8, 64, 112, 112), (1, 2, 3)),
+    ((5, 7, 9), (0, 2)), ((5, 7, 9), -1), ((1, 1), None), ((2, 0), 1), ((0, 3), 1),
+]
+
+
+class Checker:
+    def __init__(self) -> None:
+        self.passed = 0
+        self.failures: list[str] = []
+
+    def same(self, what: str, got, want, rtol: float = 0.0, atol: float = 0.0) -> None:
+        try:
+            got, want = numpy.asarray(got), numpy.asarray(want)
+            if got.shape != want.shape:
+                raise AssertionError(f"shape {got.shape} != {want.shape}")
+            numpy.testing.assert_allclose(got.astype("d"), want.astype("d"), rtol=rtol, atol=atol, equal_nan=True)
+            self.passed += 1
+        except Exception as exc:
+            self.failures.append(f"{what}: {str(exc).strip().splitlines()[-1][:200]}")
+
+    def raises(self, what: str, function) -> None:
+        try:
+            function()
+        except ValueError:
+            self.passed += 1
+            return
+        self.failures.append(f"{what}: no ValueError")
+
+
+def guard(c: Checker, what: str, function) -> None:
+    """One crashing case (an op CuPy 1.24 lacks, a launch error) is a failure, not the end of the check."""
+    try:
+        function()
+    except Exception as exc:
+        c.failures.append(f"{what}: crashed: {type(exc).__name__}: {str(exc)[:200]}")
+
+
+def ints(rng, shape, dtype):
+    return rng.randint(-3, 4, size=shape).astype(dtype)
+
+
+def check_lengths(c: Checker, cupy, rng) -> None:
+    for n in LENGTHS:
+        x = ints(rng, (n,), "f")
+        g = cupy.asarray(x)
+        c.same(f"sum f4 n={n}", g.sum().get(), x.sum(dtype="d"))
+        c.same(f"max f4 n={n}", g.max().get(), x.max())
+        c.same(f"min f4 n={n}", g.min().get(), x.min())
+        c.same(f"argmax f4 n={n} (ties: first)", g.argmax().get(), x.argmax())
+        c.same(f"argmin f4 n={n} (ties: first)", g.argmin().get(), x.argmin())
+        c.same(f"mean f4 n={n}", g.mean().get(), x.mean(dtype="d"), rtol=1e-5, atol=1e-6)
+        signs = numpy.where(x > 0, 1, -1).astype("f")
+        c.same(f"prod +-1 n={n}", cupy.asarray(signs).prod().get(), signs.prod())
+        r = rng.randn(n).astype("f")
+        c.same(f"var f4 n={n}", cupy.asarray(r).var().get(), r.var(dtype="d"), rtol=1e-4, atol=1e-6)
+        if n >= 2:
+            x[n // 3] = numpy.nan
+            c.same(f"max with NaN n={n}", cupy.asarray(x).max().get(), numpy.nan)
+            c.same(f"argmax with NaN n={n}", cupy.asarray(x).argmax().get(), n // 3)
+
+
+def check_dtypes(c: Checker, cupy, rng) -> None:
+    for dtype in ("float16", "float32", "float64", "int32", "bool"):
+        for n in (7, 513, 2048, 70000):
+            guard(c, f"{dtype} n={n}", lambda dtype=dtype, n=n: one_dtype(c, cupy, rng, dtype, n))
+
+
+def one_dtype(c: Checker, cupy, rng, dtype: str, n: int) -> None:
+    x = ints(rng, (n,), dtype) if dtype != "bool" else rng.rand(n) > 0.5
+    if dtype == "float16" and n > 2048:
+        return  # float16 sums are exact only while |sum| <= 2048
+    g = cupy.asarray(x)
+    c.same(f"sum {dtype} n={n}", g.sum().get(), x.sum(dtype="d"))
+    c.same(f"max {dtype} n={n}", g.max().get(), x.max())
+    c.same(f"argmax {dtype} n={n}", g.argmax().get(), x.argmax())
+    x2 = x.reshape(n, 1) * numpy.ones((1, 3), x.dtype) if dtype != "bool" else numpy.stack([x] * 3, 1)
+    c.same(f"sum axis0 {dtype} ({n},3)", cupy.asarray(x2).sum(axis=0).get(), x2.sum(axis=0, dtype="d"))
+
+
+def check_axes(c: Checker, cupy, rng) -> None:
+    for shape, axis in SHAPES_AXES:
+        guard(c, f"{shape} axis={axis}", lambda shape=shape, axis=axis: one_axis(c, cupy, rng, shape, axis))
+
+
+def one_axis(c: Checker, cupy, rng, shape, axis) -> None:
+    x = ints(rng, shape, "f")
+    g = cupy.asarray(x)
+    for keep in (False, True):
+        tag = f"{shape} axis={axis} keepdims={keep}"
+        c.same("sum " + tag, g.sum(axis=axis, keepdims=keep).get(), x.sum(axis=axis, keepdims=keep, dtype="d"))
+        if x.size and all(shape[a] for a in ((axis,) if isinstance(axis, int) else axis or range(x.ndim))):
+            c.same("max " + tag, g.max(axis=axis, keepdims=keep).get(), x.max(axis=axis, keepdims=keep))
+            c.same("mean " + tag, g.mean(axis=axis, keepdims=keep).get(),
+                   x.mean(axis=axis, keepdims=keep, dtype="d"), rtol=1e-5, atol=1e-6)
+            c.same("std " + tag, g.std(axis=axis, keepdims=keep).get(),
+                   x.std(axis=axis, keepdims=keep, dtype="d"), rtol=1e-4, atol=1e-5)
+    if isinstance(axis, int) and x.size:
+        c.same(f"argmax {shape} axis={axis}", g.argmax(axis=axis).get(), x.argmax(axis=axis))
+
+
+def check_empty_and_kernels(c: Checker, cupy) -> None:
+    e = cupy.zeros((0,), "f")
+    c.same("sum of empty", e.sum().get(), 0.0)
+    c.same("prod of empty", e.prod().get(), 1.0)
+    c.raises("max of empty", lambda: e.max())
+    c.raises("argmax of empty", lambda: e.argmax())
+    # ReductionKernel (user-defined, Chainer's cuda.reduce path) with a post-map using the sizes: mean of squares.
+    k = cupy.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a / (_in_ind.size() / _out_ind.size())", "0",
+                             "lg_check_meansq")
+    for shape, axis in (((6422528,), None), ((3, 100003), 1), ((100003, 3), 0), ((5, 7), 0)):
+        x = numpy.arange(numpy.prod(shape), dtype="d").reshape(shape) % 5
+        c.same(f"ReductionKernel meansq {shape} axis={axis}", k(cupy.asarray(x), axis=axis).get(),
+               (x * x).mean(axis=axis), rtol=1e-12)
+    # Results on a non-default stream (the arrival counters are cleared on the launch stream).
+    s = cupy.cuda.Stream()
+    x = numpy.ones((3, 100003), "d")
+    c.same("ReductionKernel on a stream", k(cupy.asarray(x), axis=1, stream=s).get(), numpy.ones(3))
+    s.synchronize()
+    # Repeated launches reuse the memory pool: stale partials or counters would show here.
+    g = cupy.asarray(numpy.ones(1 << 20, "f"))
+    c.same("sum x20 repeated", sum(float(g.sum().get()) for _ in range(20)), 20.0 * (1 << 20))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--label", default="chainer")
+    parser.add_argument("--json", help="write the summary here")
+    args = parser.parse_args(argv)
+    try:
+        import cupy
+    except Exception as exc:  # the table must say why there are no results
+        summary = {"label": args.label, "checks_passed": 0, "checks_failed": 1,
+                   "failures": [f"import cupy: {type(exc).__name__}: {str(exc)[-300:]}"]}
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(summary, f, indent=1)
+        print(f"reduction check {args.label}: import cupy failed: {exc}", file=sys.stderr)
+        return 1
+    start = time.perf_counter()
+    c, rng = Checker(), numpy.random.RandomState(0)
+    for part in (lambda: check_lengths(c, cupy, rng), lambda: check_dtypes(c, cupy, rng),
+                 lambda: check_axes(c, cupy, rng), lambda: check_empty_and_kernels(c, cupy)):
+        try:
+            part()
+        except Exception as exc:
+            c.failures.append(f"crashed: {type(exc).__name__}: {str(exc)[:300]}")
+    summary = {"label": args.label, "cupy_file": cupy.__file__,
+               "split_patch": hasattr(cupy.core.core, "_lg_reduction_split"),
+               "checks_passed": c.passed, "checks_failed": len(c.failures), "failures": c.failures[:50],
+               "seconds": round(time.perf_counter() - start, 1)}
+    print(f"reduction check {args.label}: {c.passed} passed, {len(c.failures)} failed", file=sys.stderr)
+    for failure in c.failures[:20]:
+        print("  FAIL " + failure, file=sys.stderr)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    return 1 if c.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

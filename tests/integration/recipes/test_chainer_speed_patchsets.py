@@ -1,0 +1,202 @@
+"""cupy-reduction-grid on the real Chainer 1.24.0 sdist: it applies (strict) as the recipe's last step, the kernel
+template it changes compiles with the real nvcc for sm_90 (and PTX for compute_75), its launch-shape function
+matches a reference, and a model of the kernel's index mapping, tied to the template's own expressions, reduces
+every element exactly once and gives NumPy's results (sum, argmax with ties, mean's size-based post-map).
+
+The templates are rendered the way cupy/core/reduction.pxi's _get_simple_reduction_kernel does (string.Template
+with the same keys), from the patched file itself, with the min/max preamble from the patched core.pyx.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy
+import pytest
+from helpers import NVCC, git, requires_nvcc
+from helpers.ptx_support import apply
+
+pytestmark = [pytest.mark.integration]
+
+STEP = "cupy-reduction-grid/reduction-split-grid"
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tree, report = apply(tmp_path_factory.mktemp("chainer-speed"), "chainer-1.24")
+    assert [a["step"] for a in report["applied"]][-1] == STEP, report["applied"]
+    return tree
+
+
+def template(tree: Path) -> str:
+    pxi = (tree / "cupy/core/reduction.pxi").read_text()
+    found = re.search(r"module_code = string\.Template\('''(.*?)'''\)", pxi, re.S)
+    assert found, "reduction.pxi has no kernel template"
+    return found.group(1)
+
+
+def split_function(tree: Path) -> Any:
+    """_lg_reduction_split and its constants from the patched reduction.pxi, run as plain Python."""
+    pxi = (tree / "cupy/core/reduction.pxi").read_text()
+    consts = re.findall(r"^(_LG_[A-Z_]+ = \d+)", pxi, re.M)
+    body = re.search(r"^def _lg_reduction_split\(.*?(?=^\S)", pxi, re.S | re.M)
+    assert consts and body
+    namespace: dict[str, Any] = {}
+    exec("\n".join(consts) + "\n" + body.group(0), namespace)
+    return namespace["_lg_reduction_split"]
+
+
+def render(tree: Path, name: str, reduce_type: str, tin: str, tout: str, identity: str, pre: str, reduce: str,
+           post: str, preamble: str = "", in_ndim: int = 1, out_ndim: int = 0) -> str:
+    params = (f"CArray<{tin}, {in_ndim}> _raw_in0, CArray<{tout}, {out_ndim}> _raw_out0, CIndexer<{in_ndim}> _in_ind, "
+              f"CIndexer<{out_ndim}> _out_ind, int _block_stride, CArray<unsigned char, 1> _lg_part, "
+              "CArray<unsigned int, 1> _lg_count, int _lg_nsplit")
+    return string.Template(template(tree)).substitute(
+        name=name, block_size=512, reduce_type=reduce_type, params=params, identity=identity, reduce_expr=reduce,
+        pre_map_expr=pre, post_map_expr=post, preamble=preamble,
+        type_preamble=f"typedef {tin} type_in0_raw; typedef {tout} type_out0_raw;",
+        input_expr="const type_in0_raw in0 = _raw_in0[_in_ind.get()];",
+        output_expr="type_out0_raw &out0 = _raw_out0[_out_ind.get()];")
+
+
+def kernels(tree: Path) -> dict[str, str]:
+    core = (tree / "cupy/core/core.pyx").read_text()
+    min_max = re.search(r"cdef _min_max_preamble = '''(.*?)'''", core, re.S)
+    assert min_max
+    return {
+        "sum_float": render(tree, "cupy_sum", "float", "float", "float", "0", "in0", "a + b", "out0 = a"),
+        "mean_float16_2d": render(tree, "cupy_mean", "float", "float16", "float16", "0", "in0", "a + b",
+                                  "out0 = a / (_in_ind.size() / _out_ind.size())", in_ndim=2, out_ndim=1),
+        "argmax_double": render(tree, "cupy_argmax", "min_max_st<type_in0_raw>", "double", "long long", "",
+                                "min_max_st<type_in0_raw>(in0, _J)", "my_argmax_float(a, b)", "out0 = a.index",
+                                min_max.group(1)),
+        "max_float16": render(tree, "cupy_max", "min_max_st<type_in0_raw>", "float16", "float16", "",
+                              "min_max_st<type_in0_raw>(in0)", "my_max_float(a, b)", "out0 = a.value",
+                              min_max.group(1)),
+    }
+
+
+def test_step_is_gated_to_cuda_9_and_newer(lgpatch) -> None:
+    for cuda, selected in (("8.0", False), ("9.0", True), ("13.0", True)):
+        r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--json")
+        assert r.code == 0, r.err
+        steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
+        assert steps[STEP] is selected, (cuda, steps)
+
+
+def test_applies_as_one_commit_touching_only_reduction_pxi(tree: Path) -> None:
+    files = git(tree, "show", "--name-only", "--format=", "HEAD").split()
+    assert files == ["cupy/core/reduction.pxi"]
+    assert STEP in git(tree, "log", "-1", "--format=%B")
+
+
+@requires_nvcc
+@pytest.mark.nvcc
+@pytest.mark.parametrize(("kind", "arch"), [("cubin", "sm_90"), ("ptx", "compute_75")])
+@pytest.mark.parametrize("kernel", ["sum_float", "mean_float16_2d", "argmax_double", "max_float16"])
+def test_patched_template_compiles(tree: Path, tmp_path: Path, kernel: str, kind: str, arch: str) -> None:
+    header = (tree / "cupy/core/carray.cuh").read_text()
+    (tmp_path / "kern.cu").write_text(header + kernels(tree)[kernel])
+    proc = subprocess.run([NVCC, f"--{kind}", "-arch", arch, "kern.cu"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, f"nvcc --{kind} -arch {arch} failed:\n{proc.stdout}{proc.stderr}"
+    if kind == "ptx":
+        text = (tmp_path / "kern.ptx").read_text()
+        assert re.search(r"\.entry\s+cupy_\w+", text) and "atom.global.add.u32" in text
+
+
+def reference_split(in_size: int, out_size: int, block_stride: int, block_size: int, sm_count: int) -> int:
+    """Independent statement of the rule: the most blocks per output (at most 1024, and together no more than
+    the rounded-up share of 4 resident blocks per SM) such that every thread gets at least 8 elements."""
+    if block_stride != 1 or out_size == 0 or out_size >= 4 * sm_count:
+        return 1
+    best = 1
+    for s in range(1, 1025):
+        fits_slots = (s - 1) * out_size < 4 * sm_count
+        enough_work = (in_size // out_size) >= s * block_size * 8
+        if fits_slots and enough_work:
+            best = s
+    return best
+
+
+@pytest.mark.parametrize("sm_count", [1, 24, 80, 132])
+def test_split_matches_reference(tree: Path, sm_count: int) -> None:
+    split = split_function(tree)
+    rng = numpy.random.RandomState(sm_count)
+    cases = [(6422528, 1, 1), (0, 1, 1), (4096, 1, 1), (8192, 1, 1), (8191, 1, 1), (6422528, 64, 1),
+             (100003 * 3, 3, 1), (6422528, 1, 2), (1 << 30, 1, 1), (528 * 8192, 528, 1), (527 * 8192, 527, 1)]
+    cases += [(int(rng.randint(1, 1 << 26)), int(rng.randint(1, 700)), 1) for _ in range(300)]
+    for in_size, out_size, stride in cases:
+        in_size -= in_size % max(out_size, 1)
+        want = reference_split(in_size, out_size, stride, 512, sm_count)
+        assert split(in_size, out_size, stride, 512, sm_count) == want, (in_size, out_size, stride, sm_count)
+    # The seed's full reduction on an H200: the whole GPU, not one block.
+    assert split(6422528, 1, 1, 512, 132) == 528
+
+
+def simulate(x: numpy.ndarray, block_size: int, nsplit: int, pre, reduce, identity) -> list:
+    """The split kernel's work division, per the template's index expressions (asserted in the test): block b
+    serves output b // nsplit, slice b % nsplit; its thread t visits J = t + slice*B, stepping B*nsplit. The
+    block's partial is combined in slice order by the last block (order is irrelevant for these reductions)."""
+    reduced, out_size = x.shape
+    results = []
+    for i in range(out_size):
+        partials, seen = [], []
+        for s in range(nsplit):
+            acc = identity
+            for t in range(block_size):
+                for j in range(t + s * block_size, reduced, block_size * nsplit):
+                    acc = reduce(acc, pre(x[j, i], j))
+                    seen.append(j)
+            partials.append(acc)
+        assert sorted(seen) == list(range(reduced))
+        total = identity
+        for p in partials:
+            total = reduce(total, p)
+        results.append(total)
+    return results
+
+
+def test_index_mapping_model_gives_numpy_results(tree: Path) -> None:
+    kernel = template(tree)
+    for expr in ("int _lg_slice = blockIdx.x % _lg_nsplit;",
+                 "int _J_offset = _tid / _block_stride + _lg_slice * ${block_size};",
+                 "int _J_stride = ${block_size} * _lg_nsplit;",
+                 "_i_base = (blockIdx.x / _lg_nsplit) * _block_stride;",
+                 "POST_MAP(_s);"):
+        assert expr in kernel, expr
+    # The last block applies POST_MAP with the original indexers: mean's size-based post-map is unchanged.
+    assert "(_lg_nsplit == 1 || _lg_is_last)" in kernel
+    rng = numpy.random.RandomState(0)
+    x = rng.randint(-3, 4, size=(3000, 3)).astype("d")
+    for nsplit in (1, 2, 7):
+        sums = simulate(x, 16, nsplit, lambda v, j: v, lambda a, b: a + b, 0.0)
+        assert sums == list(x.sum(axis=0))
+        means = [s / (x.size / 3) for s in sums]
+        assert numpy.allclose(means, x.mean(axis=0))
+
+        def argmax(a, b):
+            if a is None:
+                return b
+            if b is None:
+                return a
+            if a[0] == b[0]:
+                return (a[0], min(a[1], b[1]))
+            return a if a[0] >= b[0] else b
+        got = simulate(x, 16, nsplit, lambda v, j: (v, j), argmax, None)
+        assert [g[1] for g in got] == list(x.argmax(axis=0))
+
+
+def test_block_size_and_shared_memory_bounds(tree: Path) -> None:
+    """The partial buffer and the shared memory both assume sizeof(reduce type) <= 32 bytes; the kernel's
+    final combine loops over at most _LG_MAX_SPLIT partials with a 512-thread block."""
+    pxi = (tree / "cupy/core/reduction.pxi").read_text()
+    assert "part = ndarray((32 * split * out_size,), numpy.uint8)" in pxi
+    assert pxi.count("shared_mem = 32 * block_size") == 2
+    split = split_function(tree)
+    assert max(split(1 << 40, 1, 1, 512, n) for n in (1, 132, 1000)) == 1024
