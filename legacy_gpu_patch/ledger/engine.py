@@ -89,6 +89,10 @@ def apply_step(wt: WorkTree, recipe: Recipe, planned: PlannedStep, ctx: steps.St
             # Roll back whatever this step wrote; the tree was clean when it started.
             wt.git.run("reset", "--quiet", "--hard", "HEAD")
             wt.git.run("clean", "--quiet", "-fd")
+            # Rolled back: the tree is at a step boundary again, so no repair is owed. A journal left here would make
+            # the next command take the user's own fix (typically made right after this failure) for the leftovers
+            # of a killed step and set it aside.
+            wt.journal_path.unlink(missing_ok=True)
             raise
         wt.git.commit_paths(outcome.touched, _commit_message(recipe, planned, ctx.params, outcome.messages))
     return outcome

@@ -99,7 +99,8 @@ def rescue(root: Path, git: Git, message: str) -> str:
     git.run("read-tree", "HEAD", env=env)
     git.run("add", "--all", ".", env=env)
     tree = git.out("write-tree", env=env)
-    commit = git.out("commit-tree", tree, "-p", "HEAD", "-F", "-", input=message.encode(), env=env, fixed_date=True)
+    # Its real date (not the fixed date of step commits): `lgpatch status` shows when it was rescued.
+    commit = git.out("commit-tree", tree, "-p", "HEAD", "-F", "-", input=message.encode(), env=env)
     numbers = [int(r.ref.rsplit("/", 1)[-1]) for r in rescued(git) if r.ref.rsplit("/", 1)[-1].isdigit()]
     ref = f"{RESCUE_NS}/{max(numbers, default=0) + 1}"
     git.run("update-ref", "-m", message, ref, commit, "")  # "": the ref must not exist yet

@@ -199,3 +199,25 @@ def test_partial_changes_are_kept_under_lgpatch_refs_not_the_stash(lgpatch, wt: 
     rows = json.loads(r.out)["rescued"]
     assert [row["ref"] for row in rows] == ["refs/lgpatch/rescued/1", "refs/lgpatch/rescued/2"]
     assert "interrupted step recipe/three" in rows[0]["subject"]
+
+
+# ------------------------------------------------------------------------------- a clean failure owes no repair
+def test_a_step_that_fails_cleanly_leaves_no_journal_and_the_users_fix_survives(lgpatch, tmp_path: Path,
+                                                                                 upstream: Upstream) -> None:
+    """A failing step is rolled back by the running apply: the next command must not take the fix the user makes
+    right after the failure for the leftovers of a killed step (and set it aside)."""
+    recipes = tmp_path / "recipes"
+    failing = STEPS + "  - id: three\n    insert: {file: README.md, after: '^no such line$', text: three}\n"
+    write_recipe(recipes, git_recipe("rec", "recovery fixture", upstream, failing), "rec.yaml")
+    tree = tmp_path / "wt"
+    r = lgpatch("--recipe-path", recipes, "apply", "rec", "--workdir", tree)
+    assert r.code == ExitCode.PATCH, r.err
+    assert not WorkTree.meta_dir(tree).joinpath("journal.json").exists()
+    readme = tree / "README.md"
+    fixed = readme.read_text() + "no such line\n"
+    readme.write_text(fixed)
+    r = lgpatch("status", "-C", tree)
+    assert r.code == 0, r.err
+    assert readme.read_text() == fixed
+    assert "rescued" not in r.out + r.err
+    assert git(tree, "for-each-ref", "refs/lgpatch/rescued") == ""
