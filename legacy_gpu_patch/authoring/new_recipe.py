@@ -57,16 +57,9 @@ def sdist_pin(requirement: str, index: str) -> tuple[str, str, str]:
     if m is None:
         raise ConfigError(f"--sdist {requirement!r}: expected NAME==VERSION (for example chainer==1.24.0)")
     name, version = m.group(1), m.group(2)
-    page = f"{index.rstrip('/')}/{re.sub(r'[-_.]+', '-', name).lower()}/"
-    request = urllib.request.Request(page, headers={"Accept": "application/vnd.pypi.simple.v1+json",
-                                                    "User-Agent": "lgpatch"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            data = json.load(response)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise SourceError(f"cannot query {page}: {getattr(exc, 'reason', exc)}") from None
+    page = sources.index_page(index, name)
     wanted = re.compile(rf"{re.escape(name)}-{re.escape(version)}\.(tar\.gz|zip|tar\.bz2)$", re.I)
-    for entry in data.get("files", []):
+    for entry in sources.index_files(page):
         filename = str(entry.get("filename", ""))
         sha = entry.get("hashes", {}).get("sha256")
         if wanted.search(filename.replace("_", "-")) and sha:

@@ -18,6 +18,7 @@ import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from legacy_gpu_patch import progress
 from legacy_gpu_patch.config.recipe import Recipe
@@ -137,22 +138,28 @@ def prepare_git(recipe: Recipe, dest: Path, source_override: Path | None, offlin
 # ------------------------------------------------------------------------------------------------ sdist
 
 
-def _index_url(src: SdistSource) -> str:
-    """Find the sdist's URL through the package index's JSON simple API (PEP 691), matched by sha256."""
-    index = src.index.rstrip("/")
-    name = re.sub(r"[-_.]+", "-", src.name or "").lower()
-    page = f"{index}/{name}/"
+def index_page(index: str, name: str) -> str:
+    """A project's page on a package index (the name normalised as PEP 503 says)."""
+    return f"{index.rstrip('/')}/{re.sub(r'[-_.]+', '-', name).lower()}/"
+
+
+def index_files(page: str, hint: str | None = None) -> list[dict[str, Any]]:
+    """The files a project page lists, through the index's JSON simple API (PEP 691)."""
     request = urllib.request.Request(page, headers={"Accept": "application/vnd.pypi.simple.v1+json",
                                                     "User-Agent": "lgpatch"})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             data = json.load(response)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise SourceError(
-            f"cannot query {page}: {getattr(exc, 'reason', exc)}",
-            hint=f"offline? put {src.name}-{src.version}.tar.gz in the cache with `lgpatch cache add FILE`",
-        ) from None
-    for entry in data.get("files", []):
+        raise SourceError(f"cannot query {page}: {getattr(exc, 'reason', exc)}", hint=hint) from None
+    return list(data.get("files", []))
+
+
+def _index_url(src: SdistSource) -> str:
+    """Find the sdist's URL through the package index, matched by sha256."""
+    page = index_page(src.index, src.name or "")
+    hint = f"offline? put {src.name}-{src.version}.tar.gz in the cache with `lgpatch cache add FILE`"
+    for entry in index_files(page, hint):
         if entry.get("hashes", {}).get("sha256") == src.sha256:
             return urllib.parse.urljoin(page, entry["url"])
     raise SourceError(
