@@ -7,6 +7,7 @@ framework trees, and tests that need a missing tool skip with a reason.
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import socket
@@ -168,15 +169,25 @@ class Runner:
     def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
         self.capsys = capsys
 
-    def __call__(self, *args: str | Path) -> Result:
+    def __call__(self, *args: str | Path, env: dict[str, str] | None = None, input: str | None = None) -> Result:
+        """`env` adds to (or overrides) the environment for this call only; `input` is what stdin holds."""
         from legacy_gpu_patch.cli import main
 
         self.capsys.readouterr()
+        saved_env = dict(os.environ)
+        saved_stdin = sys.stdin
+        os.environ.update(env or {})
+        if input is not None:
+            sys.stdin = io.TextIOWrapper(io.BytesIO(input.encode("utf-8")), encoding="utf-8")
         code = 0
         try:
             main([str(a) for a in args])
         except SystemExit as exc:
             code = int(exc.code or 0)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved_env)
+            sys.stdin = saved_stdin
         captured = self.capsys.readouterr()
         return Result(code, captured.out, captured.err)
 

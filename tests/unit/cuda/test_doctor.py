@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from helpers import Runner
 
-from legacy_gpu_patch.cli import cli
 from legacy_gpu_patch.cuda import doctor
 from legacy_gpu_patch.cuda import targets as planner
 from legacy_gpu_patch.cuda.nvcc_probe import NvccInfo
@@ -303,23 +302,22 @@ def test_recipes_fit(tmp_path: Path) -> None:
 
 
 @needs_nvcc
-def test_cli_recipe_exit_codes(tmp_path: Path) -> None:
+def test_cli_recipe_exit_codes(lgpatch: Runner, tmp_path: Path) -> None:
     (tmp_path / "tiny-cuda.yaml").write_text(TINY_RECIPE)
-    runner = CliRunner()
     env = {"HOME": str(tmp_path), "PATH": env_with(None, tmp_path)["PATH"]}
-    res = runner.invoke(cli, ["--recipe-path", str(tmp_path), "doctor", "--json", "--recipe", "tiny-cuda",
-                              "--cuda", "11.8"], env=env)
-    assert res.exit_code == ExitCode.DOCTOR, res.output
-    data = json.loads(res.stdout)
+    res = lgpatch("--recipe-path", str(tmp_path), "doctor", "--json", "--recipe", "tiny-cuda", "--cuda", "11.8",
+                  env=env)
+    assert res.code == ExitCode.DOCTOR, res.out + res.err
+    data = json.loads(res.out)
     assert data["recipe_check"]["ok"] is False
-    res = runner.invoke(cli, ["--recipe-path", str(tmp_path), "doctor", "--recipe", "tiny-cuda"], env=env)
+    res = lgpatch("--recipe-path", str(tmp_path), "doctor", "--recipe", "tiny-cuda", env=env)
     if not doctor.scan_gpus(env).gpus:  # CUDA 13.0 / sm_90 builds here; without a GPU there is nothing to refuse
-        assert res.exit_code == 0, res.output
-        assert "can build it" in res.output
+        assert res.code == 0, res.out + res.err
+        assert "can build it" in res.out + res.err
     else:
-        assert res.exit_code in (0, ExitCode.DOCTOR), res.output
-    res = runner.invoke(cli, ["doctor", "--cuda", "11.8"], env=env)
-    assert res.exit_code == 2  # --cuda needs --recipe
+        assert res.code in (0, ExitCode.DOCTOR), res.out + res.err
+    res = lgpatch("doctor", "--cuda", "11.8", env=env)
+    assert res.code == 2  # --cuda needs --recipe
 
 
 # --------------------------------------------------------------------------------------------- the real machine

@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers import Runner
 
-from legacy_gpu_patch.cli import cli
 from legacy_gpu_patch.cuda import jit_cache as jc
 
 
@@ -151,16 +150,15 @@ def test_warm_reports_failure(tmp_path: Path) -> None:
         jc.warm([], env=env_for(tmp_path))
 
 
-def test_cli_status_env_warm(tmp_path: Path) -> None:
-    runner = CliRunner()
+def test_cli_status_env_warm(lgpatch: Runner, tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path), "CUDA_CACHE_MAXSIZE": "1000000"}
-    res = runner.invoke(cli, ["jit-cache", "status", "--json"], env=env)
-    assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout)
+    res = lgpatch("jit-cache", "status", "--json", env=env)
+    assert res.code == 0, res.out + res.err
+    data = json.loads(res.out)
     assert data["maxsize_bytes"] == 1000000 and not data["ok"]
-    res = runner.invoke(cli, ["jit-cache", "env", "--format", "dotenv", "--path", str(tmp_path / "c")], env=env)
-    assert f"CUDA_CACHE_PATH={tmp_path / 'c'}" in res.stdout
-    res = runner.invoke(cli, ["jit-cache", "warm", "--json", "--path", str(tmp_path / "w"), "--",
-                              sys.executable, "-c", "raise SystemExit(5)"], env=env)
-    assert res.exit_code == 5
-    assert json.loads(res.stdout)["returncode"] == 5
+    res = lgpatch("jit-cache", "env", "--format", "dotenv", "--path", str(tmp_path / "c"), env=env)
+    assert f"CUDA_CACHE_PATH={tmp_path / 'c'}" in res.out
+    res = lgpatch("jit-cache", "warm", "--json", "--path", str(tmp_path / "w"), "--",
+                  sys.executable, "-c", "raise SystemExit(5)", env=env)
+    assert res.code == 5
+    assert json.loads(res.out)["returncode"] == 5

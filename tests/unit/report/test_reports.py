@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from helpers import Runner
 from rich.console import Console
 
 from legacy_gpu_patch.classify.classifier import Classifier
@@ -179,38 +180,29 @@ def test_write_reports_writes_three_files(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["json", "junit", "github", "text"])
-def test_classify_command_formats_and_exit_code(tmp_path: Path, fmt: str) -> None:
-    from click.testing import CliRunner
-
-    from legacy_gpu_patch.cli import cli
-
+def test_classify_command_formats_and_exit_code(lgpatch: Runner, tmp_path: Path, fmt: str) -> None:
     log = tmp_path / "build.log"
     log.write_text("\n".join(CONFIGURE + BUILD) + "\n", encoding="utf-8")
-    result = CliRunner().invoke(cli, ["classify", str(log), "--format", fmt, "--report-dir", str(tmp_path / "r")])
-    assert result.exit_code == 11, result.output
+    result = lgpatch("classify", str(log), "--format", fmt, "--report-dir", str(tmp_path / "r"))
+    assert result.code == 11, result.out + result.err
     if fmt == "json":
-        assert json.loads(result.stdout)["status"] == "findings"
+        assert json.loads(result.out)["status"] == "findings"
     elif fmt == "junit":
-        assert ET.fromstring(result.stdout).tag == "testsuites"
+        assert ET.fromstring(result.out).tag == "testsuites"
     elif fmt == "github":
-        assert result.stdout.startswith("::error file=cmake/public/cuda.cmake,line=170,")
+        assert result.out.startswith("::error file=cmake/public/cuda.cmake,line=170,")
     assert (tmp_path / "r" / "report.json").is_file()
 
 
-def test_classify_clean_log_and_stdin_and_gzip(tmp_path: Path) -> None:
+def test_classify_clean_log_and_stdin_and_gzip(lgpatch: Runner, tmp_path: Path) -> None:
     import gzip
 
-    from click.testing import CliRunner
-
-    from legacy_gpu_patch.cli import cli
-
-    runner = CliRunner()
-    clean = runner.invoke(cli, ["classify", "-", "--json"], input="all good\n[1/2] Building CXX object x.o\n")
-    assert clean.exit_code == 0 and json.loads(clean.stdout)["summary"]["findings"] == 0
+    clean = lgpatch("classify", "-", "--json", input="all good\n[1/2] Building CXX object x.o\n")
+    assert clean.code == 0 and json.loads(clean.out)["summary"]["findings"] == 0
     gz = tmp_path / "ci.log.gz"
     with gzip.open(gz, "wt") as fh:
         fh.write("c++: fatal error: Killed signal terminated program cc1plus\n")
-    res = runner.invoke(cli, ["classify", str(gz), "--json"])
-    assert res.exit_code == 11 and json.loads(res.stdout)["findings"][0]["category"] == "oom-killed"
-    missing = runner.invoke(cli, ["classify", str(tmp_path / "nope.log")])
-    assert missing.exit_code != 0
+    res = lgpatch("classify", str(gz), "--json")
+    assert res.code == 11 and json.loads(res.out)["findings"][0]["category"] == "oom-killed"
+    missing = lgpatch("classify", str(tmp_path / "nope.log"))
+    assert missing.code != 0
