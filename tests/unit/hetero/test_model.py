@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,15 +16,7 @@ from legacy_gpu_patch.hetero.nets import SeedNet  # noqa: E402
 
 CPU_PAIR: dict[str, Any] = {"accel": "cpu", "host": "cpu"}
 
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """One intra-op thread: on a small shared machine an OpenMP team waits on its members more than it computes;
-    these tests check results, not speed."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class SmallCNN(nn.Module):
