@@ -9,6 +9,7 @@
     ${torch_cuda_arch_list}   "8.6;9.0+PTX"            (legacy_gpu_patch.cuda.archflags derives all three)
     ${cmake_cuda_architectures} "86-real;90"
     ${nvcc_gencode}           a list: -gencode=arch=compute_86,code=sm_86 ...
+    ${arch_label}             "sm90", "sm80.sm86.sm89.sm90ptx": the targets in a wheel's local version label
     ${targets}                a list: the --target values
     ${launcher}               ccache / sccache (full path) or empty
     ${env:NAME}               the environment variable NAME (empty when unset)
@@ -242,7 +243,8 @@ def make_build_vars(
         values["torch_cuda_arch_list"] = arch_flags.torch_cuda_arch_list
         values["cmake_cuda_architectures"] = arch_flags.cmake_cuda_architectures
         values["nvcc_gencode"] = tuple(arch_flags.nvcc_gencode)
+        values["arch_label"] = arch_flags.wheel_label
     else:
-        for name in ("torch_cuda_arch_list", "cmake_cuda_architectures", "nvcc_gencode"):
+        for name in ("torch_cuda_arch_list", "cmake_cuda_architectures", "nvcc_gencode", "arch_label"):
             hints[name] = "no GPU architecture: pass --arch sm_XX (the recipe has no arch parameter)"
     return BuildVars(values, hints)
