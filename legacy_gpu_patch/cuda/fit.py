@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from legacy_gpu_patch.cuda import knowledge as ck
 from legacy_gpu_patch.cuda import targets
 from legacy_gpu_patch.cuda.archflags import flags_for
+from legacy_gpu_patch.cuda.coverage import coverage
 from legacy_gpu_patch.cuda.findings import ERROR, DoctorReport, compiler_findings
 from legacy_gpu_patch.cuda.machine import Gpu
 from legacy_gpu_patch.cuda.nvcc_probe import NvccInfo
@@ -105,7 +106,7 @@ def check_recipe(recipe: Recipe, params: Mapping[str, Any], report: DoctorReport
         if p.driver is not None and p.driver.status == targets.DRIVER_REFUSE:
             problems.append(f"GPU {g.index} {g.name}: {p.driver.message}")
         if arch_flags is not None:
-            runs = targets.coverage(arch_flags, g.number)  # any target of a list may be the one that runs
+            runs = coverage(arch_flags, g.number)  # any target of a list may be the one that runs
             if runs.status == targets.IMPOSSIBLE:
                 problems.append(f"arch={arch} builds code that does not run on GPU {g.index} {g.name} "
                                 f"(sm_{g.number}); with CUDA {toolkit} pass --param arch={p.targets[0]}")

@@ -8,6 +8,7 @@ import pytest
 from legacy_gpu_patch.config.recipe import SearchPath, find_recipe
 from legacy_gpu_patch.cuda import jit_cache, targets
 from legacy_gpu_patch.cuda.archflags import flags_for
+from legacy_gpu_patch.cuda.coverage import coverage
 from legacy_gpu_patch.cuda.findings import DoctorReport
 from legacy_gpu_patch.cuda.fit import check_recipe
 from legacy_gpu_patch.cuda.machine import Gpu, GpuScan
@@ -25,16 +26,16 @@ WHEEL = flags_for("sm_80,sm_86,sm_89,sm_90+ptx")
     ("sm_75", targets.IMPOSSIBLE, None),  # older than every target: PTX never runs on an older GPU
 ])
 def test_the_wheel_on_each_gpu(gpu: str, status: str, target: str | None) -> None:
-    runs = targets.coverage(WHEEL, gpu)
+    runs = coverage(WHEEL, gpu)
     assert (runs.status, runs.target) == (status, target)
     assert runs.needs_jit is (status == targets.PTX)
 
 
 def test_without_ptx_a_newer_gpu_gets_nothing_and_arch_specific_code_only_its_own_gpu() -> None:
-    assert targets.coverage(flags_for("sm_80,sm_86,sm_89,sm_90"), "sm_100").status == targets.IMPOSSIBLE
-    assert targets.coverage(flags_for("sm_90a"), "sm_90").target == "sm_90a"
-    assert targets.coverage(flags_for("sm_90a+ptx"), "sm_100").status == targets.IMPOSSIBLE
-    assert targets.coverage(flags_for("compute_75"), "sm_86").target == "compute_75"
+    assert coverage(flags_for("sm_80,sm_86,sm_89,sm_90"), "sm_100").status == targets.IMPOSSIBLE
+    assert coverage(flags_for("sm_90a"), "sm_90").target == "sm_90a"
+    assert coverage(flags_for("sm_90a+ptx"), "sm_100").status == targets.IMPOSSIBLE
+    assert coverage(flags_for("compute_75"), "sm_86").target == "compute_75"
 
 
 def _report(*ccs: str) -> DoctorReport:
