@@ -7,7 +7,7 @@
 themselves (bench/gpu/pytorch_wheel.sh runs ninja directly) call this module, so both size a build the same way.
 
 Memory per job: 1.3 GiB, what one CUDA compile job of PyTorch 1.5 (nvcc: cicc + ptxas + the host cc1plus) was
-measured to take at its peak on the H200 build (issue 18). A job that runs out shows as an `oom-killed` finding
+measured to take at its peak (issue 18: ~1.3 GB). A job that runs out shows as an `oom-killed` finding
 ("Killed signal terminated program cc1plus"); `--jobs N` or `--per-job-gib` overrides the estimate.
 
 Cores are the CPUs this process may run on (affinity), capped by a cgroup v2 CPU quota; available memory is
