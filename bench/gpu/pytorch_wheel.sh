@@ -3,6 +3,15 @@
 #
 #   bash bench/gpu/pytorch_wheel.sh            build (or resume), wheel, install, checks, then $EXTRA_CHECK
 #   bash bench/gpu/pytorch_wheel.sh status     progress only: objects done/total per phase, log tails
+#   ARCH=sm_80,sm_86,sm_89,sm_90+ptx PTX_JIT=1 bash bench/gpu/pytorch_wheel.sh   the multi-architecture wheel
+#
+# ARCH (default sm_90): the targets, as `lgpatch apply/build --arch` take them; a list builds one wheel for all of
+#   them (TORCH_CUDA_ARCH_LIST 8.0;8.6;8.9;9.0+PTX, wheel 1.5.0+lgpatch.cu130.sm80.sm86.sm89.sm90ptx) in its own
+#   work folder (.ptwork-<label>; a work folder is refused for other targets than it was built for).
+# JOBS (default: python -m legacy_gpu_patch.tools.jobs: min(cores, available memory / 1.3 GiB per CUDA job)).
+# PTX_JIT=1: after the checks, the conv checks and LMS's own tests again with CUDA_FORCE_PTX_JIT=1 (the driver
+#   ignores the cubins and JIT-compiles the embedded PTX; needs +ptx in ARCH), with the JIT cache of
+#   `lgpatch jit-cache env` in a fresh folder: the first start (cold cache) and the second (warm) timed.
 #
 # Phases (each prints its time; a phase that is done is skipped when the script is called again on the same
 # machine, so a build longer than one session's command limit is a chain of calls; ninja resumes the tree):
@@ -15,22 +24,35 @@
 #   install   pip install --no-deps --target $WORK/site: a fresh folder, first on PYTHONPATH of the checks
 #             only (the image's own torch stays as it is); site/nvidia links the image's CUDA 13 wheels, so the
 #             wheel's $ORIGIN/../../nvidia/... run paths resolve as in a normal site-packages
+#   archs     tools/cuda_archs on torch/lib/libtorch_cuda.so: every SASS arch of ARCH and its PTX (archs.json)
 #   checks    bench/gpu/pytorch_checks.py (import, correctness vs CPU, TF32 both ways, cuDNN RNN report),
 #             PyTorch's own tests from the patched tree (time-boxed), bench/gpu/lms_train.py, $EXTRA_CHECK
 #
 # Inputs, carried from the repository root (ignored; docs/recipes/pytorch-lms.md "The GPU command" says how):
 #   .carry/pytorch-lms/pt-shallow.tar, submodules.tar, pytorch_v1.5.0_large_model_support.patch, wheels/*.whl
 # Work folder: $PT_WORK (default .ptwork/ in the repository: ignored, kept by the machine between calls).
-# Results: $OUT (default $PT_WORK/out-final) gets summary.txt, checks.json, lms.txt and logs.tgz.
+# Results: $OUT (default $PT_WORK/out-final) gets summary.txt, checks.json, lms.txt, archs.json and logs.tgz
+# (and ptx-jit.txt with PTX_JIT=1). cuobjdump: the toolkit's, or the nvidia-cuda-cuobjdump wheel among the carried
+# wheels (installed into $PT_WORK/cuobjdump when the machine has none).
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 CARRY=${CARRY:-$REPO/.carry/pytorch-lms}
-WORK=${PT_WORK:-$REPO/.ptwork}
+ARCH=${ARCH:-sm_90}
+PY=${PYTHON:-python3}
+# The targets as lgpatch stores them, TORCH_CUDA_ARCH_LIST, and the wheel label (this checkout's lgpatch, stdlib only)
+read -r ARCH_CANON ARCH_LIST ARCH_LABEL < <(PYTHONPATH=$REPO "$PY" -S -c 'import sys
+from legacy_gpu_patch.cuda.archflags import ArchSyntaxError, flags_for
+try:
+    f = flags_for(sys.argv[1])
+except ArchSyntaxError as exc:
+    sys.exit(f"ARCH={sys.argv[1]}: {exc.message} (like sm_90, or a list: sm_80,sm_86,sm_89,sm_90+ptx)")
+print(",".join(f.names), f.torch_cuda_arch_list, f.wheel_label)' "$ARCH") || exit 2
+if [ "$ARCH_CANON" = sm_90 ]; then DEFAULT_WORK=$REPO/.ptwork; else DEFAULT_WORK=$REPO/.ptwork-$ARCH_LABEL; fi
+WORK=${PT_WORK:-$DEFAULT_WORK}
 FINAL=${OUT:-$WORK/out-final}
 FINAL_RUN=$WORK/out-final  # what the checks write; copied to $OUT by the call that reads them
-JOBS=${JOBS:-$(nproc)}
-PY=${PYTHON:-python3}
+JOBS_GIVEN=${JOBS:-}
 TEST_BUDGET_S=${TEST_BUDGET_S:-90}  # the three test runs (in parallel); the whole chain must fit 30 min of GPU time
 LOGS=$WORK/logs
 mkdir -p "$LOGS" "$FINAL" "$FINAL_RUN" "$WORK/state"
@@ -42,6 +64,12 @@ done_phase() { [ -f "$WORK/state/$1" ]; }
 mark() { echo "$(( $(date +%s) - $2 ))" > "$WORK/state/$1"; say "phase $1: done in $(cat "$WORK/state/$1") s"; }
 WT=$WORK/wt
 B=$WT/build
+if [ -n "$JOBS_GIVEN" ]; then
+  JOBS=$JOBS_GIVEN; JOBS_WHY="JOBS given"
+else  # the same sizing as lgpatch build's MAX_JOBS; all cores if the helper cannot run
+  JOBS=$(PYTHONPATH=$REPO "$PY" -S -m legacy_gpu_patch.tools.jobs 2> "$WORK/jobs.txt") || JOBS=$(nproc)
+  JOBS_WHY=$(cat "$WORK/jobs.txt" 2>/dev/null)
+fi
 
 progress() {  # objects done/total: C/C++ and CUDA, from build.ninja and the objects on disk
   [ -f "$B/build.ninja" ] || { say "progress: not configured yet"; return; }
@@ -68,6 +96,12 @@ if [ "${1:-}" = status ] || [ "${1:-}" = wait ]; then
 fi
 rm -f "$WORK/state/all"
 trap 'touch "$WORK/state/all"' EXIT
+# One work folder, one set of targets: its phases (configure, build, wheel) are done for the targets it was made for.
+if [ -f "$WORK/arch.txt" ] && [ "$(cat "$WORK/arch.txt")" != "$ARCH_CANON" ]; then
+  say "ARCH=$ARCH_CANON, but $WORK was built for $(cat "$WORK/arch.txt"): set PT_WORK to another folder"; finish 2
+fi
+echo "$ARCH_CANON" > "$WORK/arch.txt"
+say "targets: $ARCH_CANON (TORCH_CUDA_ARCH_LIST=$ARCH_LIST, wheel label $ARCH_LABEL); jobs: $JOBS ($JOBS_WHY)"
 
 { date -u +%FT%TZ; nproc; free -g | head -2; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   nvcc --version | tail -1; cmake --version | head -1; gcc --version | head -1; ninja --version; "$PY" --version
@@ -95,7 +129,7 @@ if [ ! -d "$WT/.git" ]; then
     LG cache add-mirror "$url" "$WORK/submirrors/$dir" >> "$LOGS/cache-add.txt" 2>&1 || say "add-mirror $url failed"
   done < "$WORK/submirrors/urls.txt"
 fi
-LG apply pytorch-lms --cuda 13.0 --arch sm_90 --strict --offline --source "$WORK/pt-shallow" --workdir "$WT" \
+LG apply pytorch-lms --cuda 13.0 --arch "$ARCH_CANON" --strict --offline --source "$WORK/pt-shallow" --workdir "$WT" \
   > "$LOGS/apply.txt" 2>&1
 rc=$?
 say "apply: rc=$rc; $(tail -2 "$LOGS/apply.txt" | head -1 | cut -c1-200)"
@@ -105,7 +139,7 @@ mark apply "$t"
 # ---- configure ----------------------------------------------------------------------------------------------------
 if ! done_phase configure; then
   t=$(date +%s)
-  LG build --workdir "$WT" --arch sm_90 --jobs "$JOBS" --target ATEN_CUDA_FILES_GEN_TARGET \
+  LG build --workdir "$WT" --arch "$ARCH_CANON" --jobs "$JOBS" --target ATEN_CUDA_FILES_GEN_TARGET \
     --log "$LOGS/configure.log" --report-dir "$LOGS/configure-report" -q > "$LOGS/configure.txt" 2>&1
   rc=$?
   say "configure: rc=$rc; $(grep -m1 'Found cuDNN' "$LOGS/configure.log"); $(grep -c 'CMake Error' "$LOGS/configure.log") CMake errors"
@@ -120,14 +154,20 @@ fi
 CUDA_ROOT=$(sed -n 's/^CUDA_TOOLKIT_ROOT_DIR:PATH=//p' "$B/CMakeCache.txt" 2>/dev/null)
 export CPATH=$SITE_PACKAGES/nvidia/cu13/include:$SITE_PACKAGES/nvidia/cudnn/include:${CUDA_ROOT:-/usr/local/cuda}/include
 export CMAKE_LIBRARY_PATH=$B/lgpatch/wheel-libs:$B/lgpatch/driver CMAKE_INCLUDE_PATH=$SITE_PACKAGES/nvidia/cudnn/include
-export TORCH_CUDA_ARCH_LIST=9.0
+export TORCH_CUDA_ARCH_LIST=$ARCH_LIST
 if ! done_phase build; then
   t=$(date +%s)
   n=$(ls "$LOGS"/build-*.log 2>/dev/null | wc -l); LOG=$LOGS/build-$((n + 1)).log
   progress
+  MEMLOG=$LOGS/mem-$((n + 1)).txt  # memory in use (MemTotal - MemAvailable, KiB) every 5 s: the build's peak
+  while :; do awk '/^MemTotal:/ {t = $2} /^MemAvailable:/ {a = $2} END {print t - a}' /proc/meminfo; sleep 5; done \
+    > "$MEMLOG" 2>/dev/null &
+  MEMPID=$!
   (cd "$B" && ninja -k 0 -j "$JOBS") > "$LOG" 2>&1
   rc=$?
+  kill "$MEMPID" 2>/dev/null; wait "$MEMPID" 2>/dev/null
   say "build: ninja -k 0 -j $JOBS rc=$rc in $(( $(date +%s) - t )) s; FAILED: $(grep -c '^FAILED' "$LOG")"
+  say "build: peak memory in use $(sort -n "$MEMLOG" | tail -1 | awk '{printf "%.1f GiB", $1 / 1048576}') (sampled every 5 s), $(nproc) cores, -j $JOBS"
   grep '^FAILED' "$LOG" | cut -c1-240 > "$LOGS/failed.txt"
   if [ $rc != 0 ]; then
     LG classify "$LOG" > "$LOGS/build.classify.txt" 2>&1
@@ -140,7 +180,7 @@ fi
 # ---- wheel --------------------------------------------------------------------------------------------------------
 if ! done_phase wheel; then
   t=$(date +%s)
-  LG build --workdir "$WT" --arch sm_90 --jobs "$JOBS" --log "$LOGS/wheel.log" --report-dir "$LOGS/wheel-report" -q \
+  LG build --workdir "$WT" --arch "$ARCH_CANON" --jobs "$JOBS" --log "$LOGS/wheel.log" --report-dir "$LOGS/wheel-report" -q \
     > "$LOGS/wheel.txt" 2>&1
   rc=$?
   say "wheel: lgpatch build rc=$rc; $(ls "$WT"/dist/*.whl 2>/dev/null | xargs -rn1 basename) $(du -h "$WT"/dist/*.whl 2>/dev/null | cut -f1)"
@@ -163,6 +203,27 @@ if ! done_phase install; then
   mark install "$t"
 fi
 
+# ---- archs: what libtorch_cuda really embeds ----------------------------------------------------------------------
+if ! done_phase archs; then
+  t=$(date +%s)
+  CUOBJDUMP_ARG=()
+  if ! command -v cuobjdump > /dev/null && [ ! -x "${CUDA_ROOT:-/usr/local/cuda}/bin/cuobjdump" ] \
+     && [ ! -x "$SITE_PACKAGES/nvidia/cu13/bin/cuobjdump" ]; then
+    [ -x "$WORK/cuobjdump/nvidia/cu13/bin/cuobjdump" ] || "$PY" -m pip install -q --no-deps --no-index \
+      --find-links "$CARRY/wheels" --target "$WORK/cuobjdump" nvidia-cuda-cuobjdump > "$LOGS/cuobjdump-pip.txt" 2>&1
+    [ -x "$WORK/cuobjdump/nvidia/cu13/bin/cuobjdump" ] \
+      && CUOBJDUMP_ARG=(--cuobjdump "$WORK/cuobjdump/nvidia/cu13/bin/cuobjdump")
+  fi
+  PYTHONPATH=$REPO "$PY" -m legacy_gpu_patch.tools.cuda_archs "$SITE/torch/lib/libtorch_cuda.so" \
+    --expect "$ARCH_CANON" ${CUOBJDUMP_ARG[@]+"${CUOBJDUMP_ARG[@]}"} --json > "$FINAL_RUN/archs.json" 2> "$LOGS/archs.txt"
+  rc=$?
+  say "archs: rc=$rc (0: every target of $ARCH_CANON present, 9: some missing, 14: no cuobjdump): $(tr '\n' ' ' < "$LOGS/archs.txt" | cut -c1-300)"
+  case $rc in 0|9) mark archs "$t" ;; esac  # an answer; without cuobjdump the next call tries again
+fi
+if [ "${PTX_JIT:-0}" = 1 ]; then  # the JIT cache settings, from lgpatch (PYTHONPATH is the wheel's below)
+  JIT_ENV=$(LG jit-cache env --path "$WORK/jit-cache")
+fi
+
 # ---- checks -------------------------------------------------------------------------------------------------------
 export PYTHONPATH=$SITE PYTHONUNBUFFERED=1
 cd "$WORK"  # not the source tree: `import torch` must find the wheel
@@ -182,6 +243,26 @@ own_tests() {  # own_tests NAME FILE [-k EXPR]; -v: one line per test, countable
   local rc=$?
   say "tests $name ($file $*): rc=$rc (124 = stopped at ${TEST_BUDGET_S} s): $(grep -c ' PASSED' "$log") passed, $(grep -c ' FAILED' "$log") failed, $(grep -c ' SKIPPED' "$log") skipped, $(grep -c ' ERROR' "$log") errors; $(grep -E '^=+ .*(passed|failed)' "$log" | tail -1)"
 }
+ptx_jit() {  # the conv checks and LMS's tests through the embedded PTX only; first (cold cache) and second start
+  if [[ "$ARCH_CANON" != *+ptx* && "$ARCH_CANON" != *compute_* ]]; then
+    say "ptx-jit: skipped: $ARCH_CANON embeds no PTX (add +ptx to a target)"; return
+  fi
+  rm -rf "$WORK/jit-cache"; mkdir -p "$WORK/jit-cache"
+  local start s0 rc out=$FINAL_RUN/ptx-jit.txt
+  echo "$JIT_ENV" > "$out"
+  for start in first second; do
+    s0=$(date +%s%N)
+    ( eval "$JIT_ENV"; export CUDA_FORCE_PTX_JIT=1
+      "$PY" "$REPO/bench/gpu/pytorch_checks.py" --only import conv --json "$LOGS/ptx-jit-$start.json" ) \
+      > "$LOGS/ptx-jit-$start.txt" 2>&1
+    rc=$?
+    say "ptx-jit $start start: rc=$rc in $(( ($(date +%s%N) - s0) / 1000000 )) ms ($(grep -c ' ok$' "$LOGS/ptx-jit-$start.txt") ok, $(grep -c ' FAIL' "$LOGS/ptx-jit-$start.txt") FAIL); cache $(du -sh "$WORK/jit-cache" | cut -f1)" | tee -a "$out"
+  done
+  cd "$WT/test"
+  ( eval "$JIT_ENV"; export CUDA_FORCE_PTX_JIT=1; own_tests lms-ptx-jit test_cuda.py -k test_large_model_support ) \
+    | tee -a "$out"
+  cd "$WORK"
+}
 # The three runs share the GPU at once (each its own process and time box): the whole chain must fit one
 # machine hold, and none of these tests measures time. lms_train.py, which does, has finished before.
 own_tests lms test_cuda.py -k test_large_model_support &
@@ -189,6 +270,7 @@ own_tests cuda test_cuda.py &
 own_tests nn test_nn.py -k "conv or lstm or batchnorm" &
 wait
 cd "$WORK"
+if [ "${PTX_JIT:-0}" = 1 ]; then ptx_jit; fi
 if [ -n "${EXTRA_CHECK:-}" ]; then
   bash -c "$EXTRA_CHECK" > "$LOGS/extra.txt" 2>&1
   say "EXTRA_CHECK: rc=$?"

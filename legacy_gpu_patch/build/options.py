@@ -189,16 +189,18 @@ def _resolve_archs(recipe: Recipe, applied: Mapping[str, Any], req: BuildRequest
     names: list[str] = []
     for item in req.archs:
         names += split_arch_list(item)
-    if names and "arch" in recipe.params:
-        for name in names:
-            _check_same_steps(recipe, applied, "arch", name)
+    given = flags_for(names) if names else None
+    if given is not None and "arch" in recipe.params:
+        # the whole list, as the arch parameter would hold it: a list's conditions hold if any target's do
+        _check_same_steps(recipe, applied, "arch", ",".join(given.names))
     if not names and applied.get("arch") not in (None, "", "auto"):
         names = split_arch_list(str(applied["arch"]))
-    arch_flags = flags_for(names) if names else None
+    arch_flags = given or (flags_for(names) if names else None)
     if arch_flags is not None:
         notes.append(f"architectures {', '.join(arch_flags.names)}: "
                      f"TORCH_CUDA_ARCH_LIST={arch_flags.torch_cuda_arch_list}, "
-                     f"CMAKE_CUDA_ARCHITECTURES={arch_flags.cmake_cuda_architectures}")
+                     f"CMAKE_CUDA_ARCHITECTURES={arch_flags.cmake_cuda_architectures}, "
+                     f"wheel label {arch_flags.wheel_label}")
     return arch_flags
 
 

@@ -3,12 +3,13 @@
     ${<param>}                every recipe parameter (resolved values from the work tree's ledger)
     ${python}                 the interpreter that runs the build (default: the one running lgpatch; --python)
     ${site_packages}          purelib of ${python}
-    ${jobs}                   MAX_JOBS (--jobs, default min(cores, available RAM / 3.5 GiB))
+    ${jobs}                   MAX_JOBS (--jobs, default min(cores, available RAM / 1.3 GiB): tools/jobs.py)
     ${workdir}                the work tree root
     ${cuda_home}              the CUDA toolkit used (from --cuda / the cuda parameter)
     ${torch_cuda_arch_list}   "8.6;9.0+PTX"            (legacy_gpu_patch.cuda.archflags derives all three)
     ${cmake_cuda_architectures} "86-real;90"
     ${nvcc_gencode}           a list: -gencode=arch=compute_86,code=sm_86 ...
+    ${arch_label}             "sm90", "sm80.sm86.sm89.sm90ptx": the targets in a wheel's local version label
     ${targets}                a list: the --target values
     ${launcher}               ccache / sccache (full path) or empty
     ${env:NAME}               the environment variable NAME (empty when unset)
@@ -32,91 +33,21 @@ from typing import TYPE_CHECKING, Any, Union
 
 from legacy_gpu_patch.config.schema import did_you_mean
 from legacy_gpu_patch.errors import ConfigError
+from legacy_gpu_patch.tools.jobs import CUDA_JOB_BYTES, JobsChoice, cpu_count
+from legacy_gpu_patch.tools.jobs import GIB as GIB  # re-exported ("X as X"): the build's names for them
+from legacy_gpu_patch.tools.jobs import default_jobs as default_jobs
+from legacy_gpu_patch.tools.jobs import mem_available as mem_available
 
 if TYPE_CHECKING:
     from legacy_gpu_patch.cuda.archflags import ArchFlags
 
-GIB = 1024**3
-JOB_MEMORY_BYTES = int(3.5 * GIB)  # a CUDA translation unit of PyTorch takes 2-4 GiB in cicc/cc1plus
+# The sizing of MAX_JOBS is tools/jobs.py (standard library only: shell scripts that run ninja themselves call it too).
+JOB_MEMORY_BYTES = CUDA_JOB_BYTES
 
 _VAR_RE = re.compile(r"\$\$|\$\{(env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 # --------------------------------------------------------------------------------------------- MAX_JOBS
-
-
-def _cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> int | None:
-    """CPUs allowed by a cgroup v2 quota (containers, CI runners), or None."""
-    try:
-        quota, period = (root / "cpu.max").read_text().split()[:2]
-    except (OSError, ValueError):
-        return None
-    if quota == "max":
-        return None
-    try:
-        return max(1, int(int(quota) / int(period)))
-    except (ValueError, ZeroDivisionError):
-        return None
-
-
-def cpu_count() -> int:
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    limit = _cgroup_cpu_limit()
-    return max(1, min(n, limit) if limit else n)
-
-
-def mem_available(meminfo: Path = Path("/proc/meminfo"), cgroup_root: Path = Path("/sys/fs/cgroup")) -> int | None:
-    """Bytes available for new work: MemAvailable, capped by a cgroup v2 memory limit; None if unknown."""
-    avail = None
-    try:
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                avail = int(line.split()[1]) * 1024
-                break
-    except (OSError, ValueError, IndexError):
-        avail = None
-    try:
-        limit = (cgroup_root / "memory.max").read_text().strip()
-        if limit != "max":
-            used = int((cgroup_root / "memory.current").read_text().strip())
-            room = max(0, int(limit) - used)
-            avail = room if avail is None else min(avail, room)
-    except (OSError, ValueError):
-        pass
-    return avail
-
-
-@dataclass(frozen=True)
-class JobsChoice:
-    jobs: int
-    cores: int
-    available_bytes: int | None
-    reason: str  # printed: why this number
-
-    def __str__(self) -> str:
-        return f"MAX_JOBS={self.jobs} ({self.reason})"
-
-
-def default_jobs(cores: int | None = None, available: int | None = -1, per_job: int = JOB_MEMORY_BYTES) -> JobsChoice:
-    """min(cores, available RAM / 3.5 GiB), at least 1. `available=-1` reads /proc/meminfo."""
-    cores = cpu_count() if cores is None else max(1, cores)
-    if available == -1:
-        available = mem_available()
-    if available is None:
-        return JobsChoice(cores, cores, None, f"{cores} cores; available memory unknown")
-    by_mem = max(1, int(available // per_job))
-    jobs = max(1, min(cores, by_mem))
-    limit = "memory" if by_mem < cores else "cores"
-    return JobsChoice(
-        jobs,
-        cores,
-        available,
-        f"min of {cores} cores and {available / GIB:.1f} GiB available / {per_job / GIB:.1f} GiB per job "
-        f"= {by_mem}; limited by {limit}",
-    )
 
 
 def explicit_jobs(n: int) -> JobsChoice:
@@ -242,7 +173,8 @@ def make_build_vars(
         values["torch_cuda_arch_list"] = arch_flags.torch_cuda_arch_list
         values["cmake_cuda_architectures"] = arch_flags.cmake_cuda_architectures
         values["nvcc_gencode"] = tuple(arch_flags.nvcc_gencode)
+        values["arch_label"] = arch_flags.wheel_label
     else:
-        for name in ("torch_cuda_arch_list", "cmake_cuda_architectures", "nvcc_gencode"):
+        for name in ("torch_cuda_arch_list", "cmake_cuda_architectures", "nvcc_gencode", "arch_label"):
             hints[name] = "no GPU architecture: pass --arch sm_XX (the recipe has no arch parameter)"
     return BuildVars(values, hints)

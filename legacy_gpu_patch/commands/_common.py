@@ -34,7 +34,8 @@ def param_options(func: F) -> F:
     func = click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",
                         help="Set a recipe parameter (repeatable).")(func)
     func = click.option("--python", "python_version", metavar="X.Y", help="Shorthand for --param python=X.Y.")(func)
-    func = click.option("--arch", metavar="sm_XX", help="Shorthand for --param arch=sm_XX.")(func)
+    func = click.option("--arch", metavar="sm_XX[,sm_YY+ptx]",
+                        help="Shorthand for --param arch=...: one target or a list (sm_80,sm_86,sm_90+ptx).")(func)
     func = click.option("--cuda", metavar="X.Y", help="Shorthand for --param cuda=X.Y.")(func)
     return func
 

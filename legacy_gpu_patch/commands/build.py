@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the build machinery is imported when the command runs: `lgp
               help="GPU architectures to build for (sm_86, sm_90+ptx, compute_75); default: the recipe's arch.")
 @click.option("--cuda", metavar="X.Y", help="CUDA toolkit to build with; default: the recipe's cuda parameter.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Parallel jobs (MAX_JOBS); default min(cores, available RAM / 3.5 GiB).")
+              help="Parallel jobs (MAX_JOBS); default min(cores, available RAM / 1.3 GiB).")
 @click.option("--target", "targets", multiple=True, metavar="T", help="Build target (repeatable): ${targets}.")
 @click.option("--launcher", type=click.Choice(["ccache", "sccache"]), default=None,
               help="Compiler launcher (CMAKE_*_COMPILER_LAUNCHER); sccache with a dist config = sccache-dist.")

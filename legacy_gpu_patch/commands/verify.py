@@ -60,7 +60,8 @@ def command(ctx: click.Context, workdir: Path, arch_opts: tuple[str, ...], only:
     try:
         recipe = wt.recipe(search_path(ctx))
         params = dict(wt.state.params)
-        archs = _split_archs(arch_opts) or ([str(params["arch"])] if params.get("arch") else ["sm_90"])
+        # an arch parameter may hold a list (a multi-architecture tree): each of its targets is probed
+        archs = _split_archs(arch_opts) or (_split_archs((str(params["arch"]),)) if params.get("arch") else ["sm_90"])
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
         toolchain = verify.find_toolchain(cuda_includes)

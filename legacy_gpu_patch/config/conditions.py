@@ -4,6 +4,13 @@
 - a range string for `version` and `arch` parameters: ">=11.0,<13", "==12.*", ">=sm_80", "<sm_90";
 - a list of alternatives (OR), each a range or a plain value: [sm_86, sm_90] or [">=12", "11.8"];
 - a plain value compared for equality (strings, booleans).
+
+An `arch` parameter may hold a list of targets ("sm_80,sm_86,sm_89,sm_90+ptx", a multi-architecture build). A
+condition on it holds when *any* target of the list satisfies it (one alternative's clauses by the same target):
+the whole tree is compiled for every listed target, so a patchset that one of them needs — `>=sm_80` for
+GpuDefs.cuh's #error — must be in the tree; a fix gated on an arch must be harmless to the others anyway, since
+every translation unit is compiled for all of them. "All" would drop the sm_80 fix from an sm_75+sm_86 build, which
+then fails compiling for sm_86. An `allowed:` range or `choices:` is checked for every target (config/params.py).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from legacy_gpu_patch.config.gpuarch import ArchSyntaxError, parse_arch
+from legacy_gpu_patch.config.gpuarch import ArchSyntaxError, parse_arch, parse_arch_list
 
 _OPS = ("==", "!=", ">=", "<=", ">", "<")
 
@@ -33,6 +40,15 @@ def arch_number(text: str) -> int:
         return parse_arch(str(text), recipe_value=True).number
     except ArchSyntaxError:
         raise ValueError(f"{text!r} is not a GPU architecture (like sm_86 or sm_90)") from None
+
+
+def arch_numbers(text: str) -> list[int]:
+    """The capabilities of an `arch` value that may be a list: "sm_80,sm_90+ptx" → [80, 90]; "sm_86" → [86]."""
+    try:
+        return [a.number for a in parse_arch_list(str(text), recipe_value=True)]
+    except ArchSyntaxError:
+        raise ValueError(f"{text!r} is not a GPU architecture or a list of them (like sm_86 or sm_80,sm_90+ptx)"
+                         ) from None
 
 
 def _split_alternatives(cond: Any) -> list[Any]:
@@ -95,8 +111,8 @@ def holds(kind: str, cond: Any, value: Any) -> bool:
             elif v == parse_version(str(alt)):
                 return True
         elif kind == "arch":
-            num = arch_number(str(value))
-            if all(_arch_clause_holds(c, num) for c in str(alt).split(",")):
+            # any target of a list (see the module's docstring for why any, not all)
+            if any(all(_arch_clause_holds(c, num) for c in str(alt).split(",")) for num in arch_numbers(value)):
                 return True
         elif kind == "bool":
             if bool(value) == alt:
@@ -120,9 +136,20 @@ def evaluate(when: dict[str, Any] | None, params: dict[str, Any], kinds: dict[st
     for name, cond in when.items():
         ok = holds(kinds.get(name, "string"), cond, params.get(name))
         shown = cond if not isinstance(cond, list) else " or ".join(map(str, cond))
-        reasons.append(f"{name}={params.get(name)} {'matches' if ok else 'does not match'} {shown}")
+        reasons.append(f"{name}={params.get(name)} {'matches' if ok else 'does not match'} {shown}"
+                       + _which_targets(kinds.get(name, "string"), cond, params.get(name), ok))
         selected = selected and ok
     return Verdict(selected, tuple(reasons))
+
+
+def _which_targets(kind: str, cond: Any, value: Any, ok: bool) -> str:
+    """For a list of targets that matches: which of them do (a list matches when any target does)."""
+    if kind != "arch" or not ok:
+        return ""
+    targets = parse_arch_list(str(value), recipe_value=True)
+    if len(targets) < 2:
+        return ""
+    return " (" + ", ".join(a.name for a in targets if holds(kind, cond, a.name)) + ")"
 
 
 _TEMPLATE_RE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

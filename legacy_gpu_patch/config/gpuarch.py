@@ -8,6 +8,7 @@ already PTX). Stdlib-only: the doctor's stdlib entry point imports it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from legacy_gpu_patch.errors import ConfigError
@@ -107,3 +108,42 @@ def parse_arch(text: str, *, recipe_value: bool = False) -> Arch:
     )
 
 
+
+
+# --------------------------------------------------------------------------------------------- lists of targets
+
+
+def split_arch_list(text: str) -> list[str]:
+    """Split a list written with any separator tools use: "sm_86,sm_90+ptx", "8.6;9.0+PTX", "8.6 9.0"."""
+    return [t for t in re.split(r"[;,\s]+", str(text).strip()) if t]
+
+
+def merge_archs(archs: Iterable[str | Arch], *, recipe_value: bool = False) -> tuple[Arch, ...]:
+    """Parse and merge targets: sm_86 + compute_86 → sm_86+ptx; sorted by capability; duplicates collapse."""
+    merged: dict[tuple[int, str], Arch] = {}
+    for a in archs:
+        arch = a if isinstance(a, Arch) else parse_arch(a, recipe_value=recipe_value)
+        key = (arch.number, arch.suffix)
+        old = merged.get(key)
+        if old is not None:
+            arch = Arch(arch.number, arch.suffix, sass=old.sass or arch.sass, ptx=old.ptx or arch.ptx)
+        merged[key] = arch
+    return tuple(merged[k] for k in sorted(merged))
+
+
+def parse_arch_list(text: str, *, recipe_value: bool = False) -> tuple[Arch, ...]:
+    """One target or a list of them ("sm_80,sm_86,sm_89,sm_90+ptx"), merged and sorted; an empty list is refused."""
+    items = split_arch_list(text)
+    if not items:
+        raise ArchSyntaxError("no GPU architecture given", hint="name at least one target, e.g. sm_86")
+    return merge_archs(items, recipe_value=recipe_value)
+
+
+def canonical_arch_list(text: str) -> str:
+    """The value an `arch` parameter holds: recipe spelling, sorted, merged, comma-separated.
+
+    "sm_90+ptx, sm_80,sm_86" → "sm_80,sm_86,sm_90+ptx"; a single target stays as it is ("sm_90"), so the ledgers
+    and wheel names of single-architecture trees do not change. The same set of targets always gives the same
+    string, so re-applying with the list in another order re-applies nothing.
+    """
+    return ",".join(a.name for a in parse_arch_list(text, recipe_value=True))

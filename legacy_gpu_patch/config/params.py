@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from legacy_gpu_patch.config import conditions
+from legacy_gpu_patch.config.gpuarch import ArchSyntaxError, canonical_arch_list, parse_arch_list, split_arch_list
 from legacy_gpu_patch.config.schema import Ctx, Key, ListOf, Map, Scalar, Str, did_you_mean, regex_check
 
 PARAM_KINDS = ("version", "arch", "bool", "string")
@@ -70,13 +71,46 @@ def check_param(name: str, p: dict[str, Any], ctx: Ctx) -> Param:
     return param
 
 
+def canonical_arch_value(text: str) -> str:
+    """What an `arch` parameter stores: lower case, and a list sorted and merged (gpuarch.canonical_arch_list), so
+    "sm_90+PTX,sm_80" and "sm_80,sm_90+ptx" are the same value; what does not parse is returned lower-cased for
+    param_problem to explain."""
+    low = str(text).strip().lower()
+    try:
+        return canonical_arch_list(low)
+    except ArchSyntaxError:
+        return low
+
+
+def _arch_list_problem(param: Param, value: Any) -> str | None:
+    """An `arch` value may be one target or a list ("sm_80,sm_86,sm_89,sm_90+ptx"): every target is checked.
+
+    `choices` name the GPUs a recipe supports, so sm_90+ptx is accepted where sm_90 is listed (the PTX is extra
+    code for the same target, for newer GPUs); a PTX-only compute_XX must be listed itself. `allowed` must hold
+    for every target: a range says what the recipe's patches are proven for, and one target outside it is enough
+    to break the build.
+    """
+    try:
+        targets = parse_arch_list(str(value), recipe_value=True)
+    except ArchSyntaxError as exc:
+        return exc.message if len(split_arch_list(str(value))) < 2 else f"{exc.message} (in {str(value)!r})"
+    listed = {str(c) for c in param.choices} if param.choices is not None else None
+    for t in targets:
+        if listed is not None and t.name not in listed and not (t.sass and t.sm in listed):
+            return (f"{t.name!r}{' (in ' + repr(str(value)) + ')' if len(targets) > 1 else ''} is not one of "
+                    f"{', '.join(sorted(listed))}{did_you_mean(t.name, sorted(listed))}")
+        if param.allowed is not None and not conditions.holds("arch", param.allowed, t.name):
+            return f"{t.name!r} is outside the allowed range {param.allowed}"
+    return None
+
+
 def param_problem(param: Param, value: Any) -> str | None:
     """Why `value` is not valid for `param`, or None."""
+    if param.kind == "arch":
+        return _arch_list_problem(param, value)
     try:
         if param.kind == "version":
             conditions.parse_version(str(value))
-        elif param.kind == "arch":
-            conditions.arch_number(str(value))
         elif param.kind == "bool" and not isinstance(value, bool):
             return f"expected true or false, got {value!r}"
     except ValueError as exc:

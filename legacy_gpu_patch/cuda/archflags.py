@@ -27,33 +27,21 @@ PyTorch torch/utils/cpp_extension.py `_get_cuda_arch_flags` (TORCH_CUDA_ARCH_LIS
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from legacy_gpu_patch.config.gpuarch import Arch, ArchSyntaxError, CapabilityNumber, parse_arch
+from legacy_gpu_patch.config.gpuarch import (
+    Arch,
+    ArchSyntaxError,
+    CapabilityNumber,
+    merge_archs,
+    parse_arch,
+    split_arch_list,
+)
 
 # Re-exported: the spelling itself is config/gpuarch.py (recipe conditions read it too); this module derives flags.
 __all__ = ["Arch", "ArchFlags", "ArchSyntaxError", "CapabilityNumber", "flags_for", "merge_archs", "parse_arch",
-           "split_arch_list"]
-
-
-def merge_archs(archs: Iterable[str | Arch]) -> tuple[Arch, ...]:
-    """Parse and merge targets: sm_86 + compute_86 → sm_86+ptx; sorted by capability; duplicates collapse."""
-    merged: dict[tuple[int, str], Arch] = {}
-    for a in archs:
-        arch = a if isinstance(a, Arch) else parse_arch(a)
-        key = (arch.number, arch.suffix)
-        old = merged.get(key)
-        if old is not None:
-            arch = Arch(arch.number, arch.suffix, sass=old.sass or arch.sass, ptx=old.ptx or arch.ptx)
-        merged[key] = arch
-    return tuple(merged[k] for k in sorted(merged))
-
-
-def split_arch_list(text: str) -> list[str]:
-    """Split a list written with any separator tools use: "sm_86,sm_90+ptx", "8.6;9.0+PTX", "8.6 9.0"."""
-    return [t for t in re.split(r"[;,\s]+", text.strip()) if t]
+           "split_arch_list", "wheel_label"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +52,7 @@ class ArchFlags:
     torch_cuda_arch_list: str  # "8.6;9.0+PTX"
     cmake_cuda_architectures: str  # "86-real;90"
     nvcc_gencode: tuple[str, ...]  # ("-gencode=arch=compute_86,code=sm_86", ...)
+    wheel_label: str  # "sm90", "sm80.sm86.sm89.sm90ptx": the arch part of a wheel's local version label
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -76,6 +65,22 @@ class ArchFlags:
     @property
     def ptx_archs(self) -> tuple[str, ...]:
         return tuple(a.compute for a in self.archs if a.ptx)
+
+
+def _label_item(a: Arch) -> str:
+    return (a.sm + ("ptx" if a.ptx else "") if a.sass else a.compute).replace("_", "")
+
+
+def wheel_label(archs: Sequence[Arch]) -> str:
+    """The targets as a PEP 440 local version segment: sm_90 → "sm90" (what single-arch wheels always said),
+    sm_90+ptx → "sm90ptx", compute_75 → "compute75", a list → its items joined by "." in capability order:
+    sm_80,sm_86,sm_89,sm_90+ptx → "sm80.sm86.sm89.sm90ptx".
+
+    Every target is named, not a range ("sm80-90"): the list need not be contiguous (no sm_87 here), and pip
+    normalises "-" and "_" in a local label to ".", so "sm80-90ptx" would become "sm80.90ptx" in the wheel's name.
+    Only [a-z0-9.] is used: the label survives that normalisation unchanged.
+    """
+    return ".".join(_label_item(a) for a in archs)
 
 
 def _torch_item(a: Arch) -> str:
@@ -102,9 +107,11 @@ def _gencode(a: Arch) -> list[str]:
 def flags_for(archs: Sequence[str | Arch] | str) -> ArchFlags:
     """Derive TORCH_CUDA_ARCH_LIST, CMAKE_CUDA_ARCHITECTURES and nvcc -gencode flags for targets.
 
-    `archs` is a sequence of targets, or one string holding a list ("sm_86,sm_90+ptx" or "8.6;9.0+PTX").
+    `archs` is a sequence of targets, or one string holding a list ("sm_86,sm_90+ptx" or "8.6;9.0+PTX"); a string
+    item of the sequence may hold a list too (an `arch` parameter's value is one: "sm_80,sm_86,sm_90+ptx").
     """
-    items = split_arch_list(archs) if isinstance(archs, str) else list(archs)
+    given = [archs] if isinstance(archs, str) else list(archs)
+    items = [t for a in given for t in (split_arch_list(a) if isinstance(a, str) else [a])]
     if not items:
         raise ArchSyntaxError("no GPU architecture given", hint="name at least one target, e.g. sm_86")
     merged = merge_archs(items)
@@ -113,4 +120,5 @@ def flags_for(archs: Sequence[str | Arch] | str) -> ArchFlags:
         torch_cuda_arch_list=";".join(_torch_item(a) for a in merged),
         cmake_cuda_architectures=";".join(_cmake_item(a) for a in merged),
         nvcc_gencode=tuple(g for a in merged for g in _gencode(a)),
+        wheel_label=wheel_label(merged),
     )

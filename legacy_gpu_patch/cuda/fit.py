@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from legacy_gpu_patch.cuda import knowledge as ck
 from legacy_gpu_patch.cuda import targets
-from legacy_gpu_patch.cuda.archflags import flags_for, parse_arch
+from legacy_gpu_patch.cuda.archflags import flags_for
+from legacy_gpu_patch.cuda.coverage import coverage
 from legacy_gpu_patch.cuda.findings import ERROR, DoctorReport, compiler_findings
 from legacy_gpu_patch.cuda.machine import Gpu
 from legacy_gpu_patch.cuda.nvcc_probe import NvccInfo
@@ -81,12 +82,13 @@ def check_recipe(recipe: Recipe, params: Mapping[str, Any], report: DoctorReport
                 if f.severity == ERROR:
                     problems.append(f"{f.message}; fix: {f.fix}")
     toolkit = ck.major_minor(str(cuda)) if cuda is not None else (report.nvccs[0].version if report.nvccs else None)
+    arch_flags = None
     if arch is not None and toolkit is not None:
         sass_set, ptx_set, _src, _notes = targets.target_sets(toolkit, nvcc)
         try:
-            flags = flags_for([str(arch)])
-            unknown = [t for t in flags.sass_archs if t not in sass_set] + [t for t in flags.ptx_archs
-                                                                             if t not in ptx_set]
+            arch_flags = flags_for(str(arch))  # one target or a list (sm_80,sm_86,sm_89,sm_90+ptx)
+            unknown = [t for t in arch_flags.sass_archs if t not in sass_set] + [t for t in arch_flags.ptx_archs
+                                                                                  if t not in ptx_set]
             if unknown:
                 problems.append(f"CUDA {toolkit} does not know {', '.join(unknown)} (arch={arch})")
         except ValueError as exc:
@@ -103,14 +105,12 @@ def check_recipe(recipe: Recipe, params: Mapping[str, Any], report: DoctorReport
             continue
         if p.driver is not None and p.driver.status == targets.DRIVER_REFUSE:
             problems.append(f"GPU {g.index} {g.name}: {p.driver.message}")
-        if arch is not None:
-            a = parse_arch(str(arch))
-            by_sass = a.sass and ck.sass_runs_on(a.number, g.number, a.suffix)
-            by_ptx = a.ptx and ck.ptx_runs_on(a.number, g.number, a.suffix)
-            if not (by_sass or by_ptx):
+        if arch_flags is not None:
+            runs = coverage(arch_flags, g.number)  # any target of a list may be the one that runs
+            if runs.status == targets.IMPOSSIBLE:
                 problems.append(f"arch={arch} builds code that does not run on GPU {g.index} {g.name} "
                                 f"(sm_{g.number}); with CUDA {toolkit} pass --param arch={p.targets[0]}")
-            elif not by_sass:
+            elif runs.needs_jit:
                 warnings.append(f"arch={arch} runs on GPU {g.index} only through PTX JIT; set up the JIT cache "
                                 "(lgpatch jit-cache env)")
     return {"recipe": recipe.name, "params": {k: str(v) for k, v in params.items()}, "ok": not problems,

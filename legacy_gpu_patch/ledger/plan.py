@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from legacy_gpu_patch.config import conditions
+from legacy_gpu_patch.config.params import canonical_arch_value
 from legacy_gpu_patch.config.patchset import PatchBody, Step, body_data
 from legacy_gpu_patch.config.recipe import Param, Recipe, param_problem
 from legacy_gpu_patch.config.schema import did_you_mean
@@ -29,7 +30,7 @@ def _coerce(param: Param, raw: Any) -> Any:
             return False
         raise ConfigError(f"parameter {param.name}: expected true or false, got {raw!r}")
     if param.kind == "arch":
-        return str(raw).strip().lower()
+        return canonical_arch_value(raw)  # a list of targets is sorted and merged: one spelling per set
     if param.kind == "version":
         return str(raw).strip()
     return raw

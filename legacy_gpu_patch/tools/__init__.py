@@ -9,4 +9,6 @@ ExitCode.TOOL (a required tool or input is missing) or ExitCode.BUILD (the build
 - nvidia_wheels: the CUDA libraries that come as pip wheels (``site-packages/nvidia/...``): include and library
   folders, and a folder of unversioned ``lib*.so`` links the linker needs.
 - wheel_check: a built wheel holds every extension module it must, and their run paths point where they should.
+- cuda_archs: the SASS and PTX architectures a built CUDA binary embeds (cuobjdump), checked against a list.
+- jobs: how many compile jobs this machine runs at once, sized by cores and memory (lgpatch build's MAX_JOBS).
 """

@@ -426,3 +426,23 @@ def test_tf32_parameter_selects_the_default_on_step(torch_fixture, tmp_path: Pat
     descriptors = (wt / "aten/src/ATen/cudnn/Descriptors.h").read_text()
     assert "#define LGPATCH_CUDNN_TF32_DEFAULT 1" in descriptors
     assert 'getenv("LGPATCH_CUDNN_TF32")' in descriptors  # the run-time switch stays either way
+
+
+@requires_nvcc
+@pytest.mark.nvcc
+def test_the_multi_arch_list_patches_like_sm90_and_verify_probes_each_target(torch_fixture, tmp_path: Path,
+                                                                               lgpatch) -> None:
+    """The users' wheel (issue 18): the arch parameter a list; the same steps as sm_90 (every arch-gated step is
+    for sm_80+), the same tree, and `verify` without --arch compiles the GpuDefs probe for each listed target."""
+    up, recipe = torch_fixture
+    single, multi = tmp_path / "wt-sm90", tmp_path / "wt-multi"
+    assert _apply(lgpatch, recipe, up, single, "13.0", "sm_90").code == 0
+    res = _apply(lgpatch, recipe, up, multi, "13.0", "sm_90+ptx,sm_89,sm_86,sm_80")
+    assert res.code == 0, res.err
+    assert "1 skipped by conditions" in res.err and "inexact" not in res.err
+    assert git(multi, "rev-parse", "HEAD^{tree}") == git(single, "rev-parse", "HEAD^{tree}")
+    res = lgpatch("--recipe-path", recipe.parent, "verify", "--workdir", multi, "--probe", "gpudefs-warp-size",
+                  "--json")
+    assert res.code == 0, res.err
+    got = {r["arch"]: r["verdict"] for r in json.loads(res.out)["results"]}
+    assert got == {"sm_80": "ok", "sm_86": "ok", "sm_89": "ok", "sm_90+ptx": "ok"}

@@ -24,7 +24,7 @@ from legacy_gpu_patch.errors import ConfigError, ToolError
 
 
 def test_jobs_is_min_of_cores_and_memory() -> None:
-    assert default_jobs(cores=16, available=int(20 * GIB)).jobs == 5  # 20 / 3.5 = 5.7
+    assert default_jobs(cores=16, available=int(20 * GIB)).jobs == 15  # 20 / 1.3 = 15.4 (tools/jobs.py)
     assert default_jobs(cores=2, available=int(100 * GIB)).jobs == 2
     low = default_jobs(cores=8, available=int(1 * GIB))
     assert low.jobs == 1 and "limited by memory" in low.reason

@@ -99,7 +99,7 @@ def test_build_makes_a_wheel_with_portable_run_paths(recipe) -> None:
     names = list(commands)
     assert names.index("pybind11-py312") < names.index("configure") < names.index("build") < names.index("wheel")
     assert "setup.py bdist_wheel -d dist" in commands["wheel"][2]
-    assert "1.5.0+lgpatch.cu${cuda//./}.${arch//_/}" in commands["wheel"][2]
+    assert "1.5.0+lgpatch.cu${cuda//./}.$label" in commands["wheel"][2] and "${arch_label}" in commands["wheel"]
     assert "--forbid-runpath-under" in commands["check-wheel"][2]
 
 
