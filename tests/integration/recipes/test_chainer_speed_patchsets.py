@@ -200,3 +200,61 @@ def test_block_size_and_shared_memory_bounds(tree: Path) -> None:
     assert pxi.count("shared_mem = 32 * block_size") == 2
     split = split_function(tree)
     assert max(split(1 << 40, 1, 1, 512, n) for n in (1, 132, 1000)) == 1024
+
+
+def old_launch(in_size: int, out_size: int, block_size: int = 512) -> tuple[int, int]:
+    """CuPy 1.24's (grid, block) for a reduction: block_stride from the reduced length rounded up to a power of
+    2, then Function.linear_launch(ceil(out / block_stride) * block_size, block_max_size=block_size)."""
+    clp2_count = 1 << int.bit_length(int(in_size // out_size - 1))
+    block_stride = max(1, block_size // clp2_count)
+    size = (out_size + block_stride - 1) // block_stride * block_size
+    return min(size // block_size + 1, 65536), min(size, block_size)
+
+
+def new_launch(split, in_size: int, out_size: int, sm_count: int = 132, block_size: int = 512) -> tuple[int, int]:
+    """The patched _lg_launch: CuPy 1.24's launch when the split is 1, else out_size * split blocks."""
+    clp2_count = 1 << int.bit_length(int(in_size // out_size - 1))
+    block_stride = max(1, block_size // clp2_count)
+    nsplit = split(in_size, out_size, block_stride, block_size, sm_count)
+    return old_launch(in_size, out_size, block_size) if nsplit == 1 else (out_size * nsplit, block_size)
+
+
+# (what, reduced elements in total, outputs, blocks per output on an H200 after the patch): the bench's
+# reductions and the ones Chainer 1.24 makes inside the ops whose times moved between the two H200 runs.
+LAUNCH_TABLE = [
+    ("sum/max/argmax full 6.4M", 6422528, 1, 528),
+    ("sum axis 0 of 6272x1024", 6422528, 1024, 1),
+    ("sum axis -1 of 6272x1024", 6422528, 6272, 1),
+    ("sum axes (0,2,3) of 8x64x112x112 (= broadcast_to backward, im2col conv bias grad)", 6422528, 64, 9),
+    ("softmax_cross_entropy 4096x1000: (t != ignore).sum()", 4096, 1, 1),
+    ("softmax_cross_entropy 4096x1000: crossent_fwd cuda.reduce", 4096, 1, 1),
+    ("log_softmax without cuDNN: max/sum axis 1 of 4096x1000", 4096000, 4096, 1),
+    ("softmax_cross_entropy train step b32: count", 32, 1, 1),
+    ("sum full 64M", 1 << 26, 1, 528),
+    ("sum axis 0 of 65536x1024", 1 << 26, 1024, 1),
+    ("sum axis -1 of 65536x1024", 1 << 26, 65536, 1),
+    ("sum axes (0,2,3) of 32x64x128x256", 1 << 26, 64, 9),
+    ("softmax_cross_entropy 65536x1000: count", 65536, 1, 16),
+    ("per-row sum, 528 outputs (the slot limit)", 528 * 8192, 528, 1),
+    ("per-row sum, 527 outputs of 8192", 527 * 8192, 527, 2),
+]
+
+
+def test_launch_shapes_old_and_new(tree: Path) -> None:
+    """Shapes that had enough blocks keep CuPy 1.24's launch exactly (and the unsplit branch calls linear_launch
+    with CuPy 1.24's own arguments); only few outputs over a long axis get more blocks."""
+    pxi = (tree / "cupy/core/reduction.pxi").read_text()
+    assert pxi.count("clp2_count = 1 << int.bit_length(\n            int(in_indexer.size // out_indexer.size - 1))") == 2
+    assert pxi.count("block_stride = max(1, block_size // clp2_count)") == 2
+    assert ("        kern.linear_launch(\n            (out_indexer.size + block_stride - 1) // block_stride *\n"
+            "            block_size, inout_args, shared_mem, block_size, stream)") in pxi
+    split = split_function(tree)
+    lines = []
+    for what, in_size, out_size, want_split in LAUNCH_TABLE:
+        old, new = old_launch(in_size, out_size), new_launch(split, in_size, out_size)
+        lines.append(f"{what}: {old} -> {new}")
+        if want_split == 1:
+            assert new == old, lines[-1]
+        else:
+            assert new == (out_size * want_split, 512), lines[-1]
+    print("\n".join(lines))
