@@ -258,3 +258,66 @@ def test_launch_shapes_old_and_new(tree: Path) -> None:
         else:
             assert new == (out_size * want_split, 512), lines[-1]
     print("\n".join(lines))
+
+
+CONV2D = "chainer/functions/connection/convolution_2d.py"
+
+
+def test_algo_cache_is_gated_to_cudnn_builds(lgpatch) -> None:
+    for cudnn, selected in (("true", True), ("false", False)):
+        r = lgpatch("show", "chainer-1.24", "--cuda", "13.0", "--python", "3.12", "--param", f"cudnn={cudnn}",
+                    "--json")
+        assert r.code == 0, r.err
+        steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
+        assert steps["chainer-cudnn-algo-cache/conv2d-algo-cache"] is selected, (cudnn, steps)
+
+
+def test_algo_cache_applies_to_convolution_2d_only_and_routes_every_query(tree: Path) -> None:
+    log = git(tree, "log", "--format=%H %s")
+    commit = next(line.split()[0] for line in log.splitlines() if "conv2d-algo-cache" in line)
+    assert git(tree, "show", "--name-only", "--format=", commit).split() == [CONV2D]
+    text = (tree / CONV2D).read_text()
+    for query in ("getConvolutionForwardAlgorithm", "getConvolutionBackwardFilterAlgorithm",
+                  "getConvolutionBackwardDataAlgorithm"):
+        # the query is only passed to the cache, never called directly
+        assert text.count(f"libcudnn.{query},") == 1 and f"libcudnn.{query}(" not in text, query
+    for direction in ("'fwd'", "'bwd_filter'", "'bwd_data'"):
+        assert f"({direction}, x.shape, W.shape, self.sy, self.sx" in text
+    assert text.count("x.dtype.str, workspace_size),") == 3
+
+
+def cache_function(tree: Path, device: list[int]) -> tuple[Any, dict]:
+    """_lg_algorithm and its dict from the patched file, run as plain Python; the device id comes from `device`
+    (what cupy.cuda.runtime.getDevice answers on a GPU)."""
+    text = (tree / CONV2D).read_text()
+    body = re.search(r"^_lg_algorithms = \{\}$.*?^    return algo$", text, re.S | re.M)
+    assert body
+    runtime = type("Runtime", (), {"getDevice": staticmethod(lambda: device[0])})
+    cupy = type("CuPy", (), {"cuda": type("Cuda", (), {"runtime": runtime})})
+    namespace: dict[str, Any] = {"cuda": type("ChainerCuda", (), {"cupy": cupy})}
+    exec(body.group(0), namespace)
+    return namespace["_lg_algorithm"], namespace
+
+
+def test_algo_cache_asks_once_per_device_and_problem(tree: Path) -> None:
+    device = [0]
+    cached, namespace = cache_function(tree, device)
+    asked: list[tuple] = []
+
+    def query(*args: Any) -> int:
+        asked.append(args)
+        return 100 + len(asked)
+    fwd = ("fwd", (1, 3, 224, 224), (32, 3, 3, 3), 1, 1, 1, 1, "<f4", 8 << 20)
+    assert [cached(fwd, query, "handle", 2) for _ in range(5)] == [101] * 5
+    assert asked == [("handle", 2)]
+    assert cached(fwd[:-1] + (512 << 20,), query, "handle", 2) == 102  # another workspace limit: asked again
+    assert cached(("bwd_data",) + fwd[1:], query) == 103
+    device[0] = 1
+    assert cached(fwd, query, "handle", 2) == 104  # another GPU: asked again
+    device[0] = 0
+    assert cached(fwd, query, "handle", 2) == 101 and len(asked) == 4
+    # Bounded: a run over more distinct problems than the limit clears the dict instead of growing it.
+    limit = namespace["_LG_MAX_ALGORITHMS"]
+    for n in range(limit + 10):
+        cached(("fwd", (n,)), query)
+    assert len(namespace["_lg_algorithms"]) <= limit
