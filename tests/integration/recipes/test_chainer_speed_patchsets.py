@@ -244,7 +244,8 @@ def test_launch_shapes_old_and_new(tree: Path) -> None:
     """Shapes that had enough blocks keep CuPy 1.24's launch exactly (and the unsplit branch calls linear_launch
     with CuPy 1.24's own arguments); only few outputs over a long axis get more blocks."""
     pxi = (tree / "cupy/core/reduction.pxi").read_text()
-    assert pxi.count("clp2_count = 1 << int.bit_length(\n            int(in_indexer.size // out_indexer.size - 1))") == 2
+    clp2 = "clp2_count = 1 << int.bit_length(\n            int(in_indexer.size // out_indexer.size - 1))"
+    assert pxi.count(clp2) == 2
     assert pxi.count("block_stride = max(1, block_size // clp2_count)") == 2
     assert ("        kern.linear_launch(\n            (out_indexer.size + block_stride - 1) // block_stride *\n"
             "            block_size, inout_args, shared_mem, block_size, stream)") in pxi
@@ -310,8 +311,8 @@ def test_algo_cache_asks_once_per_device_and_problem(tree: Path) -> None:
     fwd = ("fwd", (1, 3, 224, 224), (32, 3, 3, 3), 1, 1, 1, 1, "<f4", 8 << 20)
     assert [cached(fwd, query, "handle", 2) for _ in range(5)] == [101] * 5
     assert asked == [("handle", 2)]
-    assert cached(fwd[:-1] + (512 << 20,), query, "handle", 2) == 102  # another workspace limit: asked again
-    assert cached(("bwd_data",) + fwd[1:], query) == 103
+    assert cached((*fwd[:-1], 512 << 20), query, "handle", 2) == 102  # another workspace limit: asked again
+    assert cached(("bwd_data", *fwd[1:]), query) == 103
     device[0] = 1
     assert cached(fwd, query, "handle", 2) == 104  # another GPU: asked again
     device[0] = 0
