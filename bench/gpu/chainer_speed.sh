@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Issue 17 on the GPU machine, in one call: Chainer 1.24 before/after the speed patchsets, against torch.
 #
-# Run from the repository root with .carry/chainer-speed carried:
-#   .carry/chainer-speed/before/chainer-1.24.0-cp312-*.whl   the recipe without cupy-reduction-grid
-#   .carry/chainer-speed/after/chainer-1.24.0-cp312-*.whl    the recipe with it
-#   .carry/chainer-speed/deps/*.whl                          six, filelock (installed only if the image lacks them)
+# Run from the repository root with .carry/chainer-speed-next carried (CARRY names another such folder):
+#   $CARRY/before/chainer-1.24.0-cp312-*.whl   the recipe without its speed steps (chainer-cudnn-algo-cache,
+#                                              cupy-reduction-grid)
+#   $CARRY/after/chainer-1.24.0-cp312-*.whl    the whole recipe
+#   $CARRY/deps/*.whl                          six, filelock (installed only if the image lacks them)
 # Each wheel goes into its own `pip install --no-deps --target` folder (the image's packages are never touched),
 # first on PYTHONPATH of its own processes only. Both builds share one CuPy kernel cache (keys are the kernel
 # sources, so the unchanged kernels compile once). Steps: the reduction checks of both builds in parallel, then
@@ -14,7 +15,7 @@
 # BUDGET_S (150, no new case after it) tune it. About 3-4 minutes on an H200.
 set -u
 OUT=${OUT:-/tmp/chainer-speed-out}
-CARRY=${CARRY:-.carry/chainer-speed}
+CARRY=${CARRY:-.carry/chainer-speed-next}
 PY=${PYTHON:-python3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d /tmp/chainer-speed.XXXXXX)
