@@ -289,12 +289,11 @@ def test_algo_cache_applies_to_convolution_2d_only_and_routes_every_query(tree: 
 
 def cache_function(tree: Path, device: list[int]) -> tuple[Any, dict]:
     """_lg_algorithm and its dict from the patched file, run as plain Python; the device id comes from `device`
-    (what cupy.cuda.runtime.getDevice answers on a GPU)."""
+    (what cupy.cuda.get_device_id answers on a GPU)."""
     text = (tree / CONV2D).read_text()
     body = re.search(r"^_lg_algorithms = \{\}$.*?^    return algo$", text, re.S | re.M)
     assert body
-    runtime = type("Runtime", (), {"getDevice": staticmethod(lambda: device[0])})
-    cupy = type("CuPy", (), {"cuda": type("Cuda", (), {"runtime": runtime})})
+    cupy = type("CuPy", (), {"cuda": type("Cuda", (), {"get_device_id": staticmethod(lambda: device[0])})})
     namespace: dict[str, Any] = {"cuda": type("ChainerCuda", (), {"cupy": cupy})}
     exec(body.group(0), namespace)
     return namespace["_lg_algorithm"], namespace
