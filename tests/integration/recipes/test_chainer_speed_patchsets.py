@@ -264,13 +264,14 @@ def test_launch_shapes_old_and_new(tree: Path) -> None:
 CONV2D = "chainer/functions/connection/convolution_2d.py"
 
 
-def test_algo_cache_is_gated_to_cudnn_builds(lgpatch) -> None:
-    for cudnn, selected in (("true", True), ("false", False)):
-        r = lgpatch("show", "chainer-1.24", "--cuda", "13.0", "--python", "3.12", "--param", f"cudnn={cudnn}",
+def test_algo_cache_is_gated_to_cudnn_builds_from_cuda_9(lgpatch) -> None:
+    for cuda, cudnn, selected in (("13.0", "true", True), ("9.0", "true", True), ("13.0", "false", False),
+                                  ("8.0", "true", False)):
+        r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--param", f"cudnn={cudnn}",
                     "--json")
         assert r.code == 0, r.err
         steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
-        assert steps["chainer-cudnn-algo-cache/conv2d-algo-cache"] is selected, (cudnn, steps)
+        assert steps["chainer-cudnn-algo-cache/conv2d-algo-cache"] is selected, (cuda, cudnn, steps)
 
 
 def test_algo_cache_applies_to_convolution_2d_only_and_routes_every_query(tree: Path) -> None:
