@@ -196,7 +196,8 @@ def test_block_size_and_shared_memory_bounds(tree: Path) -> None:
     """The partial buffer and the shared memory both assume sizeof(reduce type) <= 32 bytes; the kernel's
     final combine loops over at most _LG_MAX_SPLIT partials with a 512-thread block."""
     pxi = (tree / "cupy/core/reduction.pxi").read_text()
-    assert "part = ndarray((32 * split * out_size,), numpy.uint8)" in pxi
+    # Partials for fewer than 2 * slots (split * outputs < slots + outputs, outputs < slots) of 32 bytes each.
+    assert "buffers = (ndarray((32 * 2 * slots,), numpy.uint8), count)" in pxi
     assert pxi.count("shared_mem = 32 * block_size") == 2
     split = split_function(tree)
     assert max(split(1 << 40, 1, 1, 512, n) for n in (1, 132, 1000)) == 1024
@@ -322,3 +323,27 @@ def test_algo_cache_asks_once_per_device_and_problem(tree: Path) -> None:
     for n in range(limit + 10):
         cached(("fwd", (n,)), query)
     assert len(namespace["_lg_algorithms"]) <= limit
+
+
+def test_split_buffers_are_made_once_per_device_and_stream_and_reset_by_the_kernel(tree: Path) -> None:
+    """No allocation, memset or sync per split reduction: the partials and counters of a (device, stream) are made
+    and zeroed once, and the last block of each output puts its counter back to zero for the next kernel."""
+    pxi = (tree / "cupy/core/reduction.pxi").read_text()
+    args = re.search(r"^cpdef list _lg_split_args\(.*?(?=^\S)", pxi, re.S | re.M)
+    buffers = re.search(r"^cdef tuple _lg_buffers\(.*?(?=^\S)", pxi, re.S | re.M)
+    assert args and buffers
+    assert "memsetAsync" not in args.group(0) and "ndarray((32" not in args.group(0)
+    assert "_lg_buffers(device_id, 0 if stream is None else stream.ptr)" in args.group(0)
+    body = buffers.group(0)
+    assert "key = (device_id, stream_ptr)" in body and "_lg_split_buffers[key] = buffers" in body
+    assert body.index("memsetAsync(count.data.ptr, 0, 4 * slots") < body.index("deviceSynchronize()")
+    kernel = template(tree)
+    last = kernel[kernel.index("if (_lg_is_last) {"):]
+    assert "if (_tid == 0) _lg_count[_i] = 0u;" in last[:last.index("POST_MAP(_s);")]
+    # The buffers hold the largest split the launch rule allows, for every GPU size.
+    split = split_function(tree)
+    for sm_count in (1, 24, 80, 132, 1000):
+        slots = 4 * sm_count
+        for out_size in range(1, slots):
+            s = split(1 << 40, out_size, 1, 512, sm_count)
+            assert s * out_size < 2 * slots, (sm_count, out_size, s)
