@@ -10,13 +10,12 @@ Rules are data (rules/*.yaml, loaded by rules.py). The log is read once, in chun
    (fastpath.py).
 2. **Normalisation** of a candidate (normalize.py): colours, CI prefixes, quotes, localized severity words.
 3. **Rules in order** (match.py), each gated by its own cheap lowercase literals (`prefilter`); the first rule whose
-   regex matches decides. Exception rules decide "no finding".
+   regex matches decides (per message shape, once many lines were decided: shapes.py). Exceptions: "no finding".
 4. **Grouping** (collect.py, findings.py): findings keyed by rule and a capture, counted exactly; `findings()` ranks
    the first root cause first.
 
-Invalid UTF-8 is decoded with replacement characters; memory stays bounded: lines longer than `max_line` bytes are
-matched on their first `max_line` bytes, a long line on a window of MATCH_WINDOW bytes around its first trigger.
-"""
+Invalid UTF-8 is decoded with replacement characters; memory is bounded: a line is matched on its first `max_line`
+bytes, a long one on a window of MATCH_WINDOW bytes around its first trigger."""
 
 from __future__ import annotations
 
@@ -58,14 +57,16 @@ class Classifier(Collector):
         max_findings: int = 500,
         max_occurrences: int = 50,
         accelerate: bool = True,
+        use_shapes: bool = True,
     ) -> None:
-        """`accelerate`: let GNU grep search big chunks for triggers where it is installed (same findings)."""
+        """`accelerate`: GNU grep searches big chunks for triggers; `use_shapes`: see shapes.py (same findings)."""
         super().__init__(
             rules,
             context_before=context_before,
             context_after=context_after,
             max_findings=max_findings,
             max_occurrences=max_occurrences,
+            use_shapes=use_shapes,
         )
         self.max_line = max_line
         self.lines = 0  # complete lines seen
@@ -270,8 +271,6 @@ class Classifier(Collector):
 
 
 # --------------------------------------------------------------------------------------------- conveniences
-
-
 def classify_stream(stream: BinaryIO, classifier: Classifier | None = None, chunk: int = CHUNK) -> Classifier:
     """Classify a whole stream; the classifier is closed."""
     c = classifier or Classifier()

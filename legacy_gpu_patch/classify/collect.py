@@ -77,8 +77,9 @@ class Collector(Matcher):
         context_after: int = 3,
         max_findings: int = 500,
         max_occurrences: int = 50,
+        use_shapes: bool = True,
     ) -> None:
-        super().__init__(rules)
+        super().__init__(rules, use_shapes=use_shapes)
         self.context_before = context_before
         self.context_after = context_after
         self.max_findings = max_findings

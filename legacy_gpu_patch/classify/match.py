@@ -22,11 +22,13 @@ from legacy_gpu_patch.classify.fastpath import (
 )
 from legacy_gpu_patch.classify.keygate import key_gate
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
+from legacy_gpu_patch.classify.shapes import ShapeCache, digit_blind, literals_blind
 
 __all__ = ["Hit", "LiteralIndex", "Matcher"]
 
 Hit = tuple[Rule, "re.Match[str]"]
 
+SHAPES_AFTER = 1000  # lines matched the plain way before the shape cache starts (its set-up reads every pattern)
 GRAM = 3
 # Letters by how common they are in build logs, commonest first: a literal is indexed by its gram of the rarest ones.
 _COMMON = "etaoinsrcdlup/_-.:mh1f20 gbC"
@@ -109,7 +111,8 @@ def _rule_gates(rules: RuleSet) -> list[Any]:
 class Matcher:
     """The rule set of a classifier, with its fast paths."""
 
-    def __init__(self, rules: RuleSet | None = None) -> None:
+    def __init__(self, rules: RuleSet | None = None, use_shapes: bool = True) -> None:
+        """`use_shapes`: cache rule decisions per message shape (same results; False for the plain path)."""
         self.rules = rules or load_rules()
         self._rules = self.rules.rules
         self._lead = self.rules.lead
@@ -122,6 +125,9 @@ class Matcher:
         self._factors = _rule_factors(self.rules)
         self._no_factors: list[Any] = [None] * len(self._rules)
         self._gates = _rule_gates(self.rules)
+        self._matched = 0  # lines matched the plain way; past SHAPES_AFTER, by shape
+        self._use_shapes = use_shapes
+        self._shapes: ShapeCache | None = None
 
     def _raw_skipped(self, raw: bytes, ascii: bool = False) -> bool:
         """Whether a plain line is decided on its raw bytes: a command echo, include chain or progress line.
@@ -158,19 +164,38 @@ class Matcher:
 
         The rules of the lead files (anchored exceptions: command echoes, progress lines, warnings) are tried
         first, one by one; then the prefilter literals present in the line select the rules worth a regex among
-        the rest, in priority order.
+        the rest, in priority order. After SHAPES_AFTER lines, the decision is cached per message shape
+        (shapes.py): the same result, for a few regex searches a line where an error-dense log needs dozens.
         """
-        hit = self._lead_match(text)
-        if hit is not None:
-            return hit
+        shapes = self._shapes
+        if shapes is not None:
+            return shapes.match(self, text)
+        self._matched += 1
+        if self._matched >= SHAPES_AFTER and self._use_shapes:
+            self._shapes = ShapeCache(self._aware_units())
+        found = self.plain_match(text)
+        return None if found is None else (found[1], found[2])
+
+    def plain_match(self, text: str, skip: frozenset[int] = frozenset()) -> tuple[int, Rule, re.Match[str]] | None:
+        """(unit, rule, match) of the first rule that matches, trying none of the units in `skip`.
+
+        Units number the rules as they are tried: the lead steps (fastpath._lead_steps), then rules[lead:].
+        """
+        lead = self._lead_first(text, skip)
+        if lead is not None:
+            return lead
+        steps = self._lead_steps
         rules = self._rules
         low = text.lower()
         factors = self._factors if text.isascii() else self._no_factors
         gates = self._gates
+        first = len(steps) - self._lead
         # whether the line holds a string of a set, per set: the identifier rules share their sets (the "is
         # undefined" phrases of every compiler), so each set is tested once a line, not once per rule
         holds: dict[frozenset[str], bool] = {}
         for i in self._index.rules_for(low):
+            if skip and first + i in skip:
+                continue
             need = factors[i]
             if need is _UNKNOWN:  # read from the pattern when the rule is first tried: start-up stays cheap
                 need = factors[i] = necessary_factors(rules[i].regex)
@@ -183,31 +208,65 @@ class Matcher:
                 continue  # no match of its key groups: the rule cannot match (keygate.py)
             m = rules[i].regex.search(text)
             if m:
-                return rules[i], m
+                return first + i, rules[i], m
         return None
 
+    def unit_match(self, unit: int, text: str, low: str) -> Hit | None:
+        """Whether one unit of plain_match() matches `text` (`low`: text.lower()), as plain_match() tries it."""
+        steps = self._lead_steps
+        if unit < len(steps):
+            rule, group, find = steps[unit]
+            return self._step_match(rule, group, find, text, low)
+        rule = self._rules[unit - len(steps) + self._lead]
+        if rule.prefilter and not any(lit in low for lit in rule.prefilter):
+            return None  # the literal index would not have selected it
+        m = rule.regex.search(text)
+        return (rule, m) if m else None
+
+    def _aware_units(self) -> dict[int, tuple[str, ...]]:
+        """The units that can tell digits apart (shapes.py), in order, with their prefilter literals."""
+        units = [rule for rule, _, _ in self._lead_steps] + list(self._rules[self._lead :])
+        return {
+            u: rule.prefilter
+            for u, rule in enumerate(units)
+            if not (literals_blind(rule.prefilter) and digit_blind(rule.regex))
+        }
+
+    @staticmethod
+    def _step_match(rule: Rule, group: Any, find: Any, text: str, low: str | None) -> Hit | None:
+        if group is not None:
+            # consecutive exceptions without prefilter, as one regex: which one matched does not matter
+            gm = find(text)
+            if gm:
+                for idx, member in group:
+                    if gm.start(idx) >= 0:
+                        return member, gm
+            return None
+        if rule.prefilter:
+            if low is None:
+                low = text.lower()
+            for lit in rule.prefilter:
+                if lit in low:
+                    break
+            else:
+                return None
+        m = find(text)
+        return (rule, m) if m else None
+
     def _lead_match(self, text: str) -> Hit | None:
+        found = self._lead_first(text, frozenset())
+        return None if found is None else (found[1], found[2])
+
+    def _lead_first(self, text: str, skip: frozenset[int]) -> tuple[int, Rule, re.Match[str]] | None:
         low = None
-        for rule, group, find in self._lead_steps:
-            if group is not None:
-                # consecutive exceptions without prefilter, as one regex: which one matched does not matter
-                gm = find(text)
-                if gm:
-                    for idx, member in group:
-                        if gm.start(idx) >= 0:
-                            return member, gm
+        for j, (rule, group, find) in enumerate(self._lead_steps):
+            if j in skip:
                 continue
-            if rule.prefilter:
-                if low is None:
-                    low = text.lower()
-                for lit in rule.prefilter:
-                    if lit in low:
-                        break
-                else:
-                    continue
-            m = find(text)
-            if m:
-                return rule, m
+            if group is None and rule.prefilter and low is None:
+                low = text.lower()
+            hit = self._step_match(rule, group, find, text, low)
+            if hit is not None:
+                return j, hit[0], hit[1]
         return None
 
     def _match_excluding(self, text: str, header: Rule) -> Hit | None:
