@@ -158,19 +158,19 @@ def _lead_steps(lead: Sequence[Rule]) -> list[_Step]:
         if len(run) < 2:
             steps.extend((r, None, _matcher(r.regex)) for r in run)
         else:
-            parts, members, idx = [], [], 1
-            for r in run:
-                flags = "" if r.regex.flags & re.IGNORECASE == 0 else "(?i:"
-                body = r.regex.pattern
-                parts.append(f"({flags}{body}{')' if flags else ''})")
-                members.append((idx, r))
-                idx += 1 + r.regex.groups
+            parts = []
+            for k, r in enumerate(run):
+                # each member in a group of its own, named so that the merged regex says its number (the groups
+                # before it counted) without compiling the member alone
+                scoped = f"(?i:{r.pattern})" if r.flags & re.IGNORECASE else r.pattern
+                parts.append(f"(?P<_lead{k}>{scoped})")
             try:
                 merged = re.compile("|".join(parts))
             except re.error:  # duplicate group names across members: keep them apart
                 steps.extend((r, None, _matcher(r.regex)) for r in run)
             else:
-                steps.append((replace(run[0], regex=merged), members, _matcher(merged)))
+                members = [(merged.groupindex[f"_lead{k}"], r) for k, r in enumerate(run)]
+                steps.append((replace(run[0], pattern=merged.pattern, flags=merged.flags), members, _matcher(merged)))
         run.clear()
 
     for rule in lead:
@@ -205,10 +205,10 @@ def _raw_skip_regex(lead: Sequence[Rule]) -> re.Pattern[bytes] | None:
             break
         if rule.id not in _RAW_SKIP_IDS:
             continue
-        src = rule.regex.pattern
+        src = rule.pattern
         if not src.startswith("^") or not src.isascii():
             continue
-        group = b"(?i:" if rule.regex.flags & re.IGNORECASE else b"(?:"
+        group = b"(?i:" if rule.flags & re.IGNORECASE else b"(?:"
         parts.append(group + src[1:].encode() + b")")
     if not parts:
         return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +34,13 @@ class BlockSpec:
 
 @dataclass(frozen=True)
 class Rule:
+    """One rule; its regex is compiled when first used (a run reaches a few dozen of ~150 rules: start-up)."""
+
     id: str
     category: str
     severity: str
-    regex: re.Pattern[str]
+    pattern: str  # macros expanded
+    flags: int
     prefilter: tuple[str, ...]
     explanation: str
     fix: str
@@ -49,8 +52,16 @@ class Rule:
     examples: tuple[str, ...]
     not_examples: tuple[str, ...]
     source: str  # file:line where the rule is defined
-    key_groups: tuple[str, ...]
     priority: int = 0  # position in the rule order (lower wins)
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, self.flags)
+
+    @cached_property
+    def key_groups(self) -> tuple[str, ...]:
+        """The names of the groups that key a finding (`key`, `key2`, ...), in pattern order."""
+        return tuple(name for name in self.regex.groupindex if name.startswith("key"))
 
 
 @dataclass(frozen=True)
@@ -149,8 +160,9 @@ def _read(files: tuple[Path, ...], shipped: bool = False) -> _Parsed:
     return out
 
 
-def _compile_all(parsed: _Parsed) -> tuple[list[Rule], int]:
-    """The rules in priority order, and how many of them come from lead files."""
+def _compile_all(parsed: _Parsed, shipped: bool) -> tuple[list[Rule], int]:
+    """The rules in priority order, and how many of them come from lead files. The regexes of the shipped rules,
+    which the tests compile, are compiled when first used; those of other files now (errors name file:line)."""
     rules: list[Rule] = []
     lead = 0
     seen: dict[str, str] = {}
@@ -166,7 +178,7 @@ def _compile_all(parsed: _Parsed) -> tuple[list[Rule], int]:
                     f"duplicate rule id {r['id']!r} (first in {seen[r['id']]})"
                 )
             seen[r["id"]] = f"{shown}:{line}"
-            rule = _compile_rule(r, raw_rule, parsed.macros, parsed.literal_sets, ctx)
+            rule = _compile_rule(r, raw_rule, parsed.macros, parsed.literal_sets, ctx, shipped)
             rules.append(replace(rule, priority=len(rules)))
         if data["lead"]:
             lead = len(rules)
@@ -186,7 +198,7 @@ def _load(files: tuple[Path, ...], shipped: bool = False) -> RuleSet:
     parsed = _read(files, shipped)
     if not parsed.triggers:
         raise ConfigError("rule files define no triggers: no line would ever be looked at")
-    rules, lead = _compile_all(parsed)
+    rules, lead = _compile_all(parsed, shipped)
     literal_rules: dict[str, list[int]] = {}
     always: set[int] = set()
     for i in range(lead, len(rules)):
@@ -213,25 +225,27 @@ def _compile(pattern: str, flags: int, ctx: Ctx) -> re.Pattern[str]:
 
 
 def _compile_rule(
-    r: dict[str, Any], raw: Any, macros: dict[str, str], literal_sets: dict[str, list[str]], ctx: Ctx
+    r: dict[str, Any], raw: Any, macros: dict[str, str], literal_sets: dict[str, list[str]], ctx: Ctx, lazy: bool
 ) -> Rule:
     def sub(key: str) -> Ctx:
         return ctx.child(key, _key_line(raw, key, ctx.line))
 
     flags = 0 if r["case_sensitive"] else re.IGNORECASE
-    regex = _compile(_expand(r["pattern"], macros, sub("pattern")), flags, sub("pattern"))
+    pattern = _expand(r["pattern"], macros, sub("pattern"))
+    if not lazy:
+        _compile(pattern, flags, sub("pattern"))
     prefilter = _prefilter(r["prefilter"], literal_sets, sub("prefilter"))
     if not r["exception"] and not r["explanation"].strip():
         raise sub("explanation").error("a rule that reports a finding needs a one-sentence explanation")
     if r["exception"] and (r["patchset"] or r["fix"]):
         raise sub("exception").error("an exception rule reports nothing, so it takes no fix or patchset")
     block = _block_spec(r["block"], sub("block")) if r["block"] is not None else None
-    key_groups = tuple(name for name in regex.groupindex if name.startswith("key"))
     return Rule(
         id=r["id"],
         category=r["category"],
         severity=r["severity"],
-        regex=regex,
+        pattern=pattern,
+        flags=flags,
         prefilter=prefilter,
         explanation=r["explanation"].strip(),
         fix=r["fix"].strip(),
@@ -243,7 +257,6 @@ def _compile_rule(
         examples=tuple(str(e) for e in r["examples"]),
         not_examples=tuple(str(e) for e in r["not_examples"]),
         source=f"{ctx.source}:{ctx.line}",
-        key_groups=key_groups,
     )
 
 

@@ -123,7 +123,8 @@ def command(log: str, as_json: bool, fmt: str | None, report_dir: Path | None, c
     if fmt == "text":  # the summary is the result here: stdout
         render_text(report, console.out(), limit=limit)
     else:
-        emit(report, fmt, sys.stdout, console.console())
+        # rich (~40 modules, a tenth of a quick run's start-up) only where a summary is shown: --format github
+        emit(report, fmt, sys.stdout, console.console() if fmt == "github" else None)
     if report_dir is not None:
         write_reports(report, report_dir)
     write_step_summary(report)

@@ -55,7 +55,8 @@ def write_reports(report: LogReport, directory: Path) -> dict[str, Path]:
 
 
 def emit(report: LogReport, fmt: str, stdout: Any, console: Any) -> None:
-    """Print the report in one of FORMATS: machine formats to `stdout`, the human summary to `console`."""
+    """Print the report in one of FORMATS: machine formats to `stdout`, the human summary to `console` (read only
+    for text and github: None will do for json and junit, and spares the start-up of rich)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if fmt == "json":
