@@ -11,8 +11,6 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from legacy_gpu_patch.config.yamlio import load_file
-
 __all__ = ["CONTEXT_CHARS", "LOCAL_MARK", "context_text", "location", "normalize", "strip_prefixes"]
 
 CONTEXT_CHARS = 300  # a context line is cut to this many characters in reports
@@ -79,10 +77,19 @@ _SPACED_QUOTE_RE = re.compile("\u00ab[ \u00a0\u202f]*([^\u00bb\n]*?)[ \u00a0\u20
 _LOCAL_FILE = Path(__file__).with_name("localized.yaml")
 
 
-def _local_table() -> dict[str, str]:
+def _read_local_table() -> dict[str, str]:
     """Each localized severity word (lowercased) -> the English one."""
-    data = load_file(_LOCAL_FILE, _LOCAL_FILE.name)
+    from legacy_gpu_patch.classify.rulesyaml import load_shipped
+
+    data = load_shipped(_LOCAL_FILE, _LOCAL_FILE.name)
     return {w.lower(): en for en, words in data["severity"].items() for w in words}
+
+
+def _local_table() -> dict[str, str]:
+    """The table, from the cache where it was read before (no YAML reader to start: rulecache.py)."""
+    from legacy_gpu_patch.classify.rulecache import cached, code_files
+
+    return cached("localized", [_LOCAL_FILE, *code_files()], _read_local_table)
 
 
 _LOCAL_WORDS = _local_table()

@@ -12,14 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from legacy_gpu_patch.classify.rules_schema import CATEGORIES, RULES_FILE_SCHEMA
-from legacy_gpu_patch.classify.rulesyaml import load_shipped
+from legacy_gpu_patch.classify.categories import CATEGORIES
 from legacy_gpu_patch.config.resources import rules_dir
-from legacy_gpu_patch.config.schema import Ctx, did_you_mean
-from legacy_gpu_patch.config.yamlio import LineDict, load_file
 from legacy_gpu_patch.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from legacy_gpu_patch.config.schema import Ctx
+
+# The YAML reader and the schema validators (rules_schema, config.schema, config.yamlio: PyYAML) are imported where
+# rule files are read: the shipped rule set usually comes from its cache (rulecache.py), and then they are not.
 
 __all__ = ["CATEGORIES", "BlockSpec", "Rule", "RuleSet", "distinct_triggers", "load_rules", "rule_files"]
 
@@ -89,6 +92,8 @@ def _expand(pattern: str, macros: dict[str, str], ctx: Ctx, depth: int = 0) -> s
         raise ctx.error("macros nest too deeply (a macro refers to itself?)")
 
     def sub(m: re.Match[str]) -> str:
+        from legacy_gpu_patch.config.schema import did_you_mean
+
         name = m.group(1)
         if name not in macros:
             raise ctx.error(f"unknown macro {{{name}}}{did_you_mean(name, macros)}; known: {', '.join(macros)}")
@@ -103,7 +108,8 @@ def _lines_of(raw: Any, key: str) -> list[int]:
 
 
 def _key_line(raw: Any, key: str, default: int) -> int:
-    return raw.key_lines.get(key, default) if isinstance(raw, LineDict) else default
+    key_lines = getattr(raw, "key_lines", None)  # a yamlio.LineDict
+    return key_lines.get(key, default) if isinstance(key_lines, dict) else default
 
 
 def rule_files(directory: Path | None = None) -> list[Path]:
@@ -120,7 +126,10 @@ def load_rules(files: Sequence[Path] | None = None) -> RuleSet:
 
 @lru_cache(maxsize=1)
 def _default_rules() -> RuleSet:
-    return _load(tuple(rule_files()), shipped=True)
+    from legacy_gpu_patch.classify.rulecache import cached, code_files
+
+    files = tuple(rule_files())
+    return cached("rules", [*files, *code_files()], lambda: _load(files, shipped=True))
 
 
 @dataclass
@@ -135,6 +144,11 @@ class _Parsed:
 
 def _read(files: tuple[Path, ...], shipped: bool = False) -> _Parsed:
     """Validate each file and gather its macros, literal sets and triggers (errors name file:line: key)."""
+    from legacy_gpu_patch.classify.rules_schema import RULES_FILE_SCHEMA
+    from legacy_gpu_patch.classify.rulesyaml import load_shipped
+    from legacy_gpu_patch.config.schema import Ctx
+    from legacy_gpu_patch.config.yamlio import LineDict, load_file
+
     out = _Parsed()
     seen_plain: str | None = None
     for path in files:
@@ -163,6 +177,8 @@ def _read(files: tuple[Path, ...], shipped: bool = False) -> _Parsed:
 def _compile_all(parsed: _Parsed, shipped: bool) -> tuple[list[Rule], int]:
     """The rules in priority order, and how many of them come from lead files. The regexes of the shipped rules,
     which the tests compile, are compiled when first used; those of other files now (errors name file:line)."""
+    from legacy_gpu_patch.config.schema import Ctx
+
     rules: list[Rule] = []
     lead = 0
     seen: dict[str, str] = {}
@@ -268,6 +284,8 @@ def _prefilter(items: list[str], literal_sets: dict[str, list[str]], ctx: Ctx) -
         if lit.startswith("$"):
             name = lit[1:]
             if name not in literal_sets:
+                from legacy_gpu_patch.config.schema import did_you_mean
+
                 raise ctx.error(
                     f"unknown literal set {lit}{did_you_mean(name, literal_sets)}; known: {', '.join(literal_sets)}"
                 )
