@@ -65,7 +65,7 @@ def cached(name: str, sources: Sequence[Path], build: Callable[[], T]) -> T:
     cache = cache_folder() / f"{name}-{digest}.pickle"
     try:
         with open(cache, "rb") as fh:
-            return pickle.load(fh)  # type: ignore[no-any-return]  # written by _store, a T
+            return pickle.load(fh)  # type: ignore[no-any-return,unused-ignore]  # _store wrote a T
     except Exception:  # none yet, unreadable, or from another build of the classes: built, written anew
         pass
     value = build()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ from legacy_gpu_patch.config.resources import rules_dir
 from legacy_gpu_patch.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from legacy_gpu_patch.classify.rulesyaml import Parsed
     from legacy_gpu_patch.config.schema import Ctx
 
 # The YAML reader and the schema validators (rules_schema, config.schema, config.yamlio: PyYAML) are imported where
@@ -102,16 +103,6 @@ def _expand(pattern: str, macros: dict[str, str], ctx: Ctx, depth: int = 0) -> s
     return _MACRO_RE.sub(sub, pattern)
 
 
-def _lines_of(raw: Any, key: str) -> list[int]:
-    value = raw.get(key) if isinstance(raw, dict) else None
-    return list(getattr(value, "item_lines", []))
-
-
-def _key_line(raw: Any, key: str, default: int) -> int:
-    key_lines = getattr(raw, "key_lines", None)  # a yamlio.LineDict
-    return key_lines.get(key, default) if isinstance(key_lines, dict) else default
-
-
 def rule_files(directory: Path | None = None) -> list[Path]:
     folder = directory or rules_dir()
     return sorted(folder.glob("*.yaml"))
@@ -132,65 +123,24 @@ def _default_rules() -> RuleSet:
     return cached("rules", [*files, *code_files()], lambda: _load(files, shipped=True))
 
 
-@dataclass
-class _Parsed:
-    """What the rule files declare, before the rules are compiled."""
-
-    files: list[tuple[str, Any, dict[str, Any]]] = field(default_factory=list)  # (shown name, raw, validated)
-    macros: dict[str, str] = field(default_factory=dict)
-    literal_sets: dict[str, list[str]] = field(default_factory=dict)
-    triggers: list[str] = field(default_factory=list)
-
-
-def _read(files: tuple[Path, ...], shipped: bool = False) -> _Parsed:
-    """Validate each file and gather its macros, literal sets and triggers (errors name file:line: key)."""
-    from legacy_gpu_patch.classify.rules_schema import RULES_FILE_SCHEMA
-    from legacy_gpu_patch.classify.rulesyaml import load_shipped
-    from legacy_gpu_patch.config.schema import Ctx
-    from legacy_gpu_patch.config.yamlio import LineDict, load_file
-
-    out = _Parsed()
-    seen_plain: str | None = None
-    for path in files:
-        shown = path.name if path.parent == rules_dir() else str(path)
-        raw = load_shipped(path, shown) if shipped else load_file(path, shown)
-        if raw is None:
-            raw = LineDict()
-        data = RULES_FILE_SCHEMA.validate(raw, Ctx(shown, "", getattr(raw, "line", 0)))
-        if data["lead"] and seen_plain:
-            raise Ctx(shown, "lead", _key_line(raw, "lead", 0)).error(
-                f"a lead file must come before every other rules file ({seen_plain} sorts before it)"
-            )
-        if not data["lead"] and data["rules"]:
-            seen_plain = seen_plain or shown
-        for kind, table in (("macros", out.macros), ("literal_sets", out.literal_sets)):
-            for name, value in data[kind].items():
-                if name in table:
-                    what = "macro" if kind == "macros" else "literal set"
-                    raise Ctx(shown, f"{kind}.{name}", 0).error(f"{what} {name} is defined twice")
-                table[name] = value
-        out.triggers += data["triggers"]
-        out.files.append((shown, raw, data))
-    return out
-
-
-def _compile_all(parsed: _Parsed, shipped: bool) -> tuple[list[Rule], int]:
+def _compile_all(parsed: Parsed, shipped: bool) -> tuple[list[Rule], int]:
     """The rules in priority order, and how many of them come from lead files. The regexes of the shipped rules,
     which the tests compile, are compiled when first used; those of other files now (errors name file:line)."""
+    from legacy_gpu_patch.classify.rulesyaml import key_line, lines_of
     from legacy_gpu_patch.config.schema import Ctx
 
     rules: list[Rule] = []
     lead = 0
     seen: dict[str, str] = {}
     for shown, raw, data in parsed.files:
-        lines = _lines_of(raw, "rules")
+        lines = lines_of(raw, "rules")
         raw_rules = raw.get("rules", []) if isinstance(raw, dict) else []
         for i, r in enumerate(data["rules"]):
             line = lines[i] if i < len(lines) else 0
             raw_rule = raw_rules[i] if i < len(raw_rules) else {}
             ctx = Ctx(shown, f"rules[{i}]", line)
             if r["id"] in seen:
-                raise ctx.child("id", _key_line(raw_rule, "id", line)).error(
+                raise ctx.child("id", key_line(raw_rule, "id", line)).error(
                     f"duplicate rule id {r['id']!r} (first in {seen[r['id']]})"
                 )
             seen[r["id"]] = f"{shown}:{line}"
@@ -211,7 +161,9 @@ def distinct_triggers(triggers: Sequence[str]) -> tuple[bytes, ...]:
 def _load(files: tuple[Path, ...], shipped: bool = False) -> RuleSet:
     if not files:
         raise ConfigError("no rule files found", hint=f"rules live in {rules_dir()}")
-    parsed = _read(files, shipped)
+    from legacy_gpu_patch.classify.rulesyaml import read_rule_files
+
+    parsed = read_rule_files(files, shipped)
     if not parsed.triggers:
         raise ConfigError("rule files define no triggers: no line would ever be looked at")
     rules, lead = _compile_all(parsed, shipped)
@@ -243,8 +195,10 @@ def _compile(pattern: str, flags: int, ctx: Ctx) -> re.Pattern[str]:
 def _compile_rule(
     r: dict[str, Any], raw: Any, macros: dict[str, str], literal_sets: dict[str, list[str]], ctx: Ctx, lazy: bool
 ) -> Rule:
+    from legacy_gpu_patch.classify.rulesyaml import key_line
+
     def sub(key: str) -> Ctx:
-        return ctx.child(key, _key_line(raw, key, ctx.line))
+        return ctx.child(key, key_line(raw, key, ctx.line))
 
     flags = 0 if r["case_sensitive"] else re.IGNORECASE
     pattern = _expand(r["pattern"], macros, sub("pattern"))
