@@ -214,7 +214,7 @@ class Classifier(Collector):
             text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
         return self._finish_pending(text, strip_prefixes(head)[:1].encode())
 
-    def _before(self, block: bytes, s: int, n: int) -> list[str]:
+    def _before(self, block: bytes, s: int, n: int) -> list[bytes]:
         out: list[bytes] = []
         lo = self._block_start
         end = s - 1
@@ -226,7 +226,8 @@ class Classifier(Collector):
             need = n - len(out)
             carry = list(self._carry)
             out.extend(reversed(carry[-need:]))
-        return [context_text(b) for b in reversed(out)]
+        out.reverse()
+        return out
 
     def _line(self, lineno: int, block: bytes, s: int, e: int, hit: int, checked: bool = False) -> bool:
         """Look at one line; True when it was classified or taken into a block or join (done with it).

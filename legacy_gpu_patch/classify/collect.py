@@ -15,7 +15,7 @@ from typing import Any
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
 from legacy_gpu_patch.classify.findings import Finding, Occurrence, rank_key
 from legacy_gpu_patch.classify.match import Matcher
-from legacy_gpu_patch.classify.normalize import _PY_EXC_RE, LOCAL_MARK, location, strip_prefixes
+from legacy_gpu_patch.classify.normalize import _PY_EXC_RE, LOCAL_MARK, context_text, location, strip_prefixes
 from legacy_gpu_patch.classify.rules import Rule, RuleSet
 
 __all__ = ["Collector"]
@@ -29,7 +29,7 @@ class _Block:
     rule: Rule
     lineno: int
     header: str
-    before: list[str]
+    before: list[bytes]
     lines: list[str] = field(default_factory=list)
 
 
@@ -40,7 +40,7 @@ class _Pending:
     rule: Rule
     lineno: int
     text: str
-    before: list[str]
+    before: list[bytes]
     match: re.Match[str]
 
 
@@ -95,8 +95,8 @@ class Collector(Matcher):
         self._pending: _Pending | None = None
         self.on_finding: Any = None  # callback(finding, new: bool) for live displays
 
-    def _before(self, block: bytes, s: int, n: int) -> list[str]:
-        """The n lines before block[s:] (the feeding side knows them)."""
+    def _before(self, block: bytes, s: int, n: int) -> list[bytes]:
+        """The n lines before block[s:], raw (the feeding side knows them; decoded only for a finding kept)."""
         return []
 
     def _classify(self, lineno: int, text: str, block: bytes | None, s: int) -> None:
@@ -199,31 +199,38 @@ class Collector(Matcher):
         m: re.Match[str],
         lineno: int,
         text: str,
-        before: list[str],
+        before: list[bytes],
         after: list[str] | None = None,
     ) -> None:
-        """Count one occurrence: of a finding already known (same rule and key), or of a new one."""
-        file, line, loc_end = location(text, before)
+        """Count one occurrence: of a finding already known (same rule and key), or of a new one.
+
+        What only a kept occurrence needs (its location, the decoded context) is worked out only for one: a failing
+        build's error beyond the caps costs its key and its count.
+        """
+        where: tuple[str | None, int | None, int] | None = None
         key = next((k for k in (m.group(g) for g in rule.key_groups) if k), None)
         if not key:
-            key = text[loc_end:].strip().lower()[:200]
+            where = location(text, _decoded(before))
+            key = text[where[2] :].strip().lower()[:200]
         if rule.severity == "error":
             self.errors += 1
         else:
             self.warnings += 1
-        occ = Occurrence(lineno, file, line, self.phase)
         found = self._findings.get((rule.id, key))
         if found is not None:
             found.count += 1
             if len(found.occurrences) < self.max_occurrences:
-                found.occurrences.append(occ)
+                file, line, _ = where or location(text, _decoded(before))
+                found.occurrences.append(Occurrence(lineno, file, line, self.phase))
             if self.on_finding:
                 self.on_finding(found, False)
             return
         if len(self._findings) >= self.max_findings:
             self.dropped += 1
             return
-        finding = _new_finding(rule, text, key, occ, before)
+        context = _decoded(before)
+        file, line, _ = where or location(text, context)
+        finding = _new_finding(rule, text, key, Occurrence(lineno, file, line, self.phase), context)
         if after is not None:
             finding.context_after = after[: self.context_after]
         elif self.context_after:
@@ -240,6 +247,10 @@ class Collector(Matcher):
 
     def has_errors(self) -> bool:
         return any(f.is_error for f in self._findings.values())
+
+
+def _decoded(before: list[bytes]) -> list[str]:
+    return [context_text(b) for b in before]
 
 
 def _new_finding(rule: Rule, text: str, key: str, occ: Occurrence, before: list[str]) -> Finding:
