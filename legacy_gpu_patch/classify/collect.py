@@ -17,6 +17,7 @@ from legacy_gpu_patch.classify.findings import Finding, Occurrence, rank_key
 from legacy_gpu_patch.classify.match import Matcher
 from legacy_gpu_patch.classify.normalize import _PY_EXC_RE, LOCAL_MARK, context_text, location, strip_prefixes
 from legacy_gpu_patch.classify.rules import Rule, RuleSet
+from legacy_gpu_patch.classify.shapes import RuleMatch
 
 __all__ = ["Collector"]
 
@@ -41,7 +42,7 @@ class _Pending:
     lineno: int
     text: str
     before: list[bytes]
-    match: re.Match[str]
+    match: RuleMatch
 
 
 _NEW_MESSAGE_RE = re.compile(
@@ -57,7 +58,7 @@ _NVCC_CONTINUED = re.compile(r"(?:argument types are|object type is):")
 _MARKER_RE = re.compile(r"\b(?:error|warning|fatal|note)\b[ \t]*:|[a-z](?:Error|Exception|Warning):")
 
 
-def _starts_before(m: re.Match[str], seam: int) -> bool:
+def _starts_before(m: RuleMatch, seam: int) -> bool:
     """Whether a reading of a joined line begins before `seam`: the match itself (one that does not merely start
     with a look-ahead at column 0), or its key (the name it is about)."""
     if 0 < m.start() < seam:
@@ -196,7 +197,7 @@ class Collector(Matcher):
     def _record(
         self,
         rule: Rule,
-        m: re.Match[str],
+        m: RuleMatch,
         lineno: int,
         text: str,
         before: list[bytes],

@@ -22,11 +22,11 @@ from legacy_gpu_patch.classify.fastpath import (
 )
 from legacy_gpu_patch.classify.keygate import key_gate
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
-from legacy_gpu_patch.classify.shapes import ShapeCache, digit_blind, literals_blind
+from legacy_gpu_patch.classify.shapes import RuleMatch, ShapeCache, digit_blind, literals_blind
 
 __all__ = ["Hit", "LiteralIndex", "Matcher"]
 
-Hit = tuple[Rule, "re.Match[str]"]
+Hit = tuple[Rule, RuleMatch]
 
 SHAPES_AFTER = 1000  # lines matched the plain way before the shape cache starts (its set-up reads every pattern)
 GRAM = 3
@@ -233,7 +233,9 @@ class Matcher:
         }
 
     @staticmethod
-    def _step_match(rule: Rule, group: Any, find: Any, text: str, low: str | None) -> Hit | None:
+    def _step_match(
+        rule: Rule, group: Any, find: Any, text: str, low: str | None
+    ) -> tuple[Rule, re.Match[str]] | None:
         if group is not None:
             # consecutive exceptions without prefilter, as one regex: which one matched does not matter
             gm = find(text)

@@ -4,25 +4,27 @@ A line's *shape* is the line with every ASCII digit 1-9 written as 0 (`x.cpp:12:
 `x.cpp:4:51: error: 'sym90' ...` share one). Most rules cannot tell two digits apart: no literal digit in their
 pattern or prefilter, every character class they hold takes all ten digits or none, no back-reference. Such a rule
 (*digit-blind*, see `digit_blind`) matches a line exactly where it matches the line's shape, at the same places.
-So per shape, the first digit-blind rule that matches is computed once and cached; for a line, the few rules that
-can tell digits apart (*digit-aware*) and come before it are tried on the line itself, and then that rule's regex
-is run on the line for its real match (captures, positions). The result is the one the plain path gives, always:
-the rules before the cached one that are blind do not match the shape, so not the line either
-(tests/unit/classify/test_shapes.py compares both paths on the fixture logs and on generated logs).
+So per shape, the rule that decides it is found once, with the spans of its match and of its groups; for a line of
+that shape, the few rules that can tell digits apart (*digit-aware*) and come before it are tried on the line
+itself, and then the line's match is read off the cached spans (a `SpanMatch`: no regex runs; the groups' text is
+the line's own). The result is the one the plain path gives, always: the blind rules before the cached one do not
+match the shape, so not the line either, and a blind rule's match on the line has the spans of its match on the
+shape (tests/unit/classify/test_shapes.py compares both paths on the fixture logs and on generated logs).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports this module)
     from legacy_gpu_patch.classify.match import Hit, Matcher
+    from legacy_gpu_patch.classify.rules import Rule
 
-__all__ = ["ShapeCache", "digit_blind", "literals_blind"]
+__all__ = ["RuleMatch", "ShapeCache", "SpanMatch", "digit_blind", "literals_blind", "shape_of"]
 
 _TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 MAX_SHAPES = 1 << 14  # cache entries; the cache starts again when full (a failing build has a few thousand shapes)
@@ -106,6 +108,41 @@ def literals_blind(literals: Iterable[str]) -> bool:
     return not any(ch in "0123456789" for lit in literals for ch in lit)
 
 
+class SpanMatch:
+    """A rule's match on a line, read off the spans of its match on another line of the same shape (for a blind rule
+    they are the same spans); what the classifier asks of a match: group(), start(), span(), groups(), groupdict()."""
+
+    __slots__ = ("_spans", "re", "string")
+
+    def __init__(self, regex: re.Pattern[str], string: str, spans: tuple[tuple[int, int], ...]) -> None:
+        self.re = regex
+        self.string = string
+        self._spans = spans
+
+    def span(self, group: int | str = 0) -> tuple[int, int]:
+        return self._spans[group if isinstance(group, int) else self.re.groupindex[group]]
+
+    def start(self, group: int | str = 0) -> int:
+        return self.span(group)[0]
+
+    def end(self, group: int | str = 0) -> int:
+        return self.span(group)[1]
+
+    def group(self, group: int | str = 0) -> str | Any:
+        start, end = self.span(group)
+        return None if start < 0 else self.string[start:end]
+
+    def groups(self) -> tuple[str | Any, ...]:
+        return tuple(self.group(i) for i in range(1, len(self._spans)))
+
+    def groupdict(self) -> dict[str, str | Any]:
+        return {name: self.group(i) for name, i in self.re.groupindex.items()}
+
+
+RuleMatch = Union["re.Match[str]", SpanMatch]  # a rule's match: the regex's own, or read off a shape's spans
+_Entry = tuple[int, tuple[int, ...], "Rule | None", "re.Pattern[str] | None", tuple[tuple[int, int], ...]]
+
+
 def shape_of(text: str) -> bytes:
     """The shape of a text: its UTF-8 bytes, each digit 1-9 written 0 (UTF-8 leaves ASCII bytes to ASCII)."""
     return text.encode("utf-8", "surrogatepass").translate(_TO_ZERO)
@@ -124,7 +161,8 @@ class ShapeCache:
 
     def __init__(self, aware: dict[int, tuple[str, ...]]) -> None:
         self.aware = {u: tuple(shape_of(lit).decode() for lit in lits) for u, lits in sorted(aware.items())}
-        self.entries: dict[bytes, tuple[int, tuple[int, ...]]] = {}
+        # shape -> (deciding unit, aware units worth a try, the unit's rule and regex and match spans, if blind)
+        self.entries: dict[bytes, _Entry] = {}
 
     def match(self, matcher: Matcher, text: str) -> Hit | None:
         """matcher.plain_match(text)[1:], by the shape's cached decision."""
@@ -132,15 +170,18 @@ class ShapeCache:
         entry = self.entries.get(shape)
         if entry is None:
             return self._learn(matcher, text, shape)
-        first, worth = entry
-        low = text.lower() if worth or first != _END else ""
-        for unit in worth:
-            hit = matcher.unit_match(unit, text, low)
-            if hit is not None:
-                return hit
+        first, worth, rule, regex, spans = entry
+        if worth:
+            low = text.lower()
+            for unit in worth:
+                hit = matcher.unit_match(unit, text, low)
+                if hit is not None:
+                    return hit
+        if rule is not None and regex is not None:
+            return rule, SpanMatch(regex, text, spans)  # a blind unit: its match on the shape is its match here
         if first == _END:
             return None
-        hit = matcher.unit_match(first, text, low)
+        hit = matcher.unit_match(first, text, text.lower())
         if hit is None:  # an aware rule that decided another line of this shape misses this one: the plain path
             found = matcher.plain_match(text)
             return None if found is None else (found[1], found[2])
@@ -166,5 +207,10 @@ class ShapeCache:
                     break
         if len(self.entries) >= MAX_SHAPES:
             self.entries.clear()
-        self.entries[shape] = (first, tuple(worth))
+        if found is not None and first not in self.aware:
+            m = found[2]
+            spans = tuple(m.span(g) for g in range(m.re.groups + 1))
+            self.entries[shape] = (first, tuple(worth), found[1], m.re, spans)
+        else:
+            self.entries[shape] = (first, tuple(worth), None, None, ())
         return None if found is None else (found[1], found[2])
