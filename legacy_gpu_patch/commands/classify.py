@@ -97,7 +97,9 @@ def command(log: str, as_json: bool, fmt: str | None, report_dir: Path | None, c
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.monotonic()
     try:
-        c = classify_stream(stream, Classifier(context_before=context, context_after=context))
+        # a plain file (not gzip, not a pipe) is searched for triggers by one grep reading it (grepfile.py)
+        plain_file = opened if opened is not None and not isinstance(stream, gzip.GzipFile) else None
+        c = classify_stream(stream, Classifier(context_before=context, context_after=context), file=plain_file)
     finally:
         if opened is not None:
             opened.close()

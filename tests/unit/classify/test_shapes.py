@@ -39,7 +39,7 @@ def as_plain(hit: Any) -> Any:
     if hit is None:
         return None
     rule, m = hit
-    return rule.id, m.span(), m.groups(), m.re.pattern
+    return rule.id, m.span(), m.groups(), m.groupdict(), m.re.pattern, [m.span(g) for g in range(m.re.groups + 1)]
 
 
 @pytest.mark.parametrize("pattern, blind", [
