@@ -60,7 +60,11 @@ def _open(log: str) -> tuple[BinaryIO, str, BinaryIO | None]:
         if not chunk:
             break
         head += chunk
-    stream = io.BufferedReader(_Prefixed(head, raw))
+    if raw.seekable():  # a regular file: read from its start again, no wrapper (no extra copy of each chunk)
+        raw.seek(0)
+        stream: BinaryIO = raw
+    else:
+        stream = io.BufferedReader(_Prefixed(head, raw))
     if head == GZIP_MAGIC:
         return cast(BinaryIO, gzip.GzipFile(fileobj=stream, mode="rb")), str(path), raw
     return stream, str(path), raw
