@@ -12,78 +12,17 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from legacy_gpu_patch.classify.fastpath import (
-    _GLUE_FIRST,
-    _MAY_BE_PREFIXED,
-    MATCH_WINDOW,
-    _lead_machinery,
-    _strip_raw_prefixes,
-    necessary_factors,
-)
-from legacy_gpu_patch.classify.keygate import key_gate
+from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MATCH_WINDOW, _strip_raw_prefixes
+from legacy_gpu_patch.classify.prepare import LiteralIndex, compile_gate, lead_machinery, prepared
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
-from legacy_gpu_patch.classify.shapes import RuleMatch, ShapeCache, digit_blind, literals_blind
+from legacy_gpu_patch.classify.shapes import RuleMatch, ShapeCache
 
 __all__ = ["Hit", "LiteralIndex", "Matcher"]
 
 Hit = tuple[Rule, RuleMatch]
 
-SHAPES_AFTER = 1000  # lines matched the plain way before the shape cache starts (its set-up reads every pattern)
-GRAM = 3
-# Letters by how common they are in build logs, commonest first: a literal is indexed by its gram of the rarest ones.
-_COMMON = "etaoinsrcdlup/_-.:mh1f20 gbC"
-
-
-def _rarity(gram: str) -> int:
-    return sum(_COMMON.find(ch) if ch in _COMMON else len(_COMMON) + 1 for ch in gram)
-
-
-class LiteralIndex:
-    """Which rules (after the lead ones) a lowercased line may match, by the prefilter literals it holds.
-
-    Testing each of ~300 literals with `in` costs ~100 us a line, which an error-dense log pays on every line. Each
-    literal is indexed by one of its 3-character grams (its rarest); a line's grams select the few literals worth an
-    `in`. Exact: a literal in the line has its gram in the line.
-    """
-
-    __slots__ = ("always", "by_gram", "gated", "grams", "short")
-
-    def __init__(self, rules: RuleSet) -> None:
-        self.always = tuple(sorted(rules.always))
-        self.gated = dict(zip(rules.literals, rules.literal_rules))
-        self.by_gram: dict[str, list[str]] = {}
-        self.short: list[str] = []
-        for lit in rules.literals:
-            if len(lit) < GRAM:
-                self.short.append(lit)
-                continue
-            gram = max((lit[i : i + GRAM] for i in range(len(lit) - GRAM + 1)), key=_rarity)
-            self.by_gram.setdefault(gram, []).append(lit)
-        # a set, so that a line's grams & it walks the line's ~70 grams, not the index's hundreds of keys
-        self.grams = frozenset(self.by_gram)
-
-    def rules_for(self, low: str) -> list[int]:
-        """Indices (priority order) of the rules whose prefilter literals occur in `low` (or that have none)."""
-        idx = set(self.always)
-        gated = self.gated
-        grams = {low[i : i + GRAM] for i in range(len(low) - GRAM + 1)}
-        for gram in grams & self.grams:
-            for lit in self.by_gram[gram]:
-                if lit in low:
-                    idx.update(gated[lit])
-        for lit in self.short:
-            if lit in low:
-                idx.update(gated[lit])
-        return sorted(idx)
-
-
+SHAPES_AFTER = 64  # lines matched the plain way before the shape cache starts (a log with a few error lines)
 _UNKNOWN: Any = object()  # not read yet (a rule whose pattern gives no strings has None)
-
-
-@lru_cache(maxsize=8)
-def _rule_factors(rules: RuleSet) -> list[Any]:
-    """Per rule, its necessary strings (fastpath.necessary_factors), filled in as rules are tried."""
-    return [_UNKNOWN] * len(rules.rules)
 
 
 def _holds_all(need: tuple[frozenset[str], ...], low: str, holds: dict[frozenset[str], bool]) -> bool:
@@ -104,7 +43,8 @@ def _holds_all(need: tuple[frozenset[str], ...], low: str, holds: dict[frozenset
 
 @lru_cache(maxsize=8)
 def _rule_gates(rules: RuleSet) -> list[Any]:
-    """Per rule, its key gate (keygate.key_gate), filled in as rules are tried."""
+    """Per rule, its key gate (keygate.py), compiled when the rule is first tried (shared by a rule set's
+    matchers)."""
     return [_UNKNOWN] * len(rules.rules)
 
 
@@ -119,12 +59,15 @@ class Matcher:
         self._literals = self.rules.literals
         self._literal_rules = self.rules.literal_rules
         self._always = self.rules.always
-        self._raw_skip, self._lead_steps = _lead_machinery(self._rules[: self._lead])
-        self._index = LiteralIndex(self.rules)
+        prep = prepared(self.rules)
+        self._raw_skip, self._lead_steps = lead_machinery(self.rules)
+        self._index = prep.index
         # per rule, strings one of which each match holds (ASCII lines only: lower() is per character there)
-        self._factors = _rule_factors(self.rules)
-        self._no_factors: list[Any] = [None] * len(self._rules)
+        self._factors = prep.factors
+        self._no_factors: tuple[Any, ...] = (None,) * len(self._rules)
+        self._gate_sources = prep.gates
         self._gates = _rule_gates(self.rules)
+        self._aware = dict(prep.aware)
         self._matched = 0  # lines matched the plain way; past SHAPES_AFTER, by shape
         self._use_shapes = use_shapes
         self._shapes: ShapeCache | None = None
@@ -172,14 +115,14 @@ class Matcher:
             return shapes.match(self, text)
         self._matched += 1
         if self._matched >= SHAPES_AFTER and self._use_shapes:
-            self._shapes = ShapeCache(self._aware_units())
+            self._shapes = ShapeCache(self._aware)
         found = self.plain_match(text)
         return None if found is None else (found[1], found[2])
 
     def plain_match(self, text: str, skip: frozenset[int] = frozenset()) -> tuple[int, Rule, re.Match[str]] | None:
         """(unit, rule, match) of the first rule that matches, trying none of the units in `skip`.
 
-        Units number the rules as they are tried: the lead steps (fastpath._lead_steps), then rules[lead:].
+        Units number the rules as they are tried: the lead steps (prepare.lead_machinery), then rules[lead:].
         """
         lead = self._lead_first(text, skip)
         if lead is not None:
@@ -197,13 +140,11 @@ class Matcher:
             if skip and first + i in skip:
                 continue
             need = factors[i]
-            if need is _UNKNOWN:  # read from the pattern when the rule is first tried: start-up stays cheap
-                need = factors[i] = necessary_factors(rules[i].regex)
             if need is not None and not _holds_all(need, low, holds):
                 continue  # a set of strings every match holds one of, none here: the regex cannot match
             gate = gates[i]
-            if gate is _UNKNOWN:
-                gate = gates[i] = key_gate(rules[i].regex)
+            if gate is _UNKNOWN:  # compiled when the rule is first tried: start-up stays cheap
+                gate = gates[i] = compile_gate(self._gate_sources[i])
             if gate is not None and gate.search(text) is None:
                 continue  # no match of its key groups: the rule cannot match (keygate.py)
             m = rules[i].regex.search(text)
@@ -222,15 +163,6 @@ class Matcher:
             return None  # the literal index would not have selected it
         m = rule.regex.search(text)
         return (rule, m) if m else None
-
-    def _aware_units(self) -> dict[int, tuple[str, ...]]:
-        """The units that can tell digits apart (shapes.py), in order, with their prefilter literals."""
-        units = [rule for rule, _, _ in self._lead_steps] + list(self._rules[self._lead :])
-        return {
-            u: rule.prefilter
-            for u, rule in enumerate(units)
-            if not (literals_blind(rule.prefilter) and digit_blind(rule.regex))
-        }
 
     @staticmethod
     def _step_match(

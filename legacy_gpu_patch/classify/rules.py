@@ -77,6 +77,7 @@ class RuleSet:
     literal_rules: tuple[tuple[int, ...], ...]  # literals[i] gates these rule indices
     always: frozenset[int]  # rules[lead:] without a prefilter
     files: tuple[str, ...]
+    shipped: bool = False  # the package's own rule files (what prepare.py reads of them is cached with them)
 
     def by_id(self, rule_id: str) -> Rule:
         for rule in self.rules:
@@ -182,6 +183,7 @@ def _load(files: tuple[Path, ...], shipped: bool = False) -> RuleSet:
         literal_rules=tuple(tuple(v) for v in literal_rules.values()),
         always=frozenset(always),
         files=tuple(str(f) for f in files),
+        shipped=shipped,
     )
 
 

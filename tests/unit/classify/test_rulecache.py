@@ -80,7 +80,9 @@ def test_the_cached_rule_set_equals_the_one_read_from_the_files(cache_dir: Path)
     first = rulecache.cached("rules", sources, lambda: rules._load(files, shipped=True))
     again = rulecache.cached("rules", sources, lambda: pytest.fail("read back, not built"))
     plain = rules._load(files)
-    assert again == first == plain
+    assert again == first and first.shipped and not plain.shipped
+    assert (again.rules, again.triggers, again.lead, again.literals, again.literal_rules, again.always) == (
+        plain.rules, plain.triggers, plain.lead, plain.literals, plain.literal_rules, plain.always)
     assert [r.regex.pattern for r in again.rules] == [r.regex.pattern for r in plain.rules]
     assert [r.key_groups for r in again.rules] == [r.key_groups for r in plain.rules]
     table = rulecache.cached("localized", [normalize._LOCAL_FILE, *rulecache.code_files()],
@@ -91,3 +93,23 @@ def test_the_cached_rule_set_equals_the_one_read_from_the_files(cache_dir: Path)
 def test_the_cache_lives_in_the_lgpatch_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("LGPATCH_CACHE", str(tmp_path))
     assert rulecache.cache_folder() == tmp_path / "classify"
+
+
+def test_what_is_read_of_the_patterns_is_cached_equal_to_a_fresh_reading(cache_dir: Path) -> None:
+    from legacy_gpu_patch.classify import prepare
+
+    shipped = rules.load_rules()
+    prepare.prepared.cache_clear()
+    try:
+        cached, fresh = prepare.prepared(shipped), prepare.prepare(shipped)
+        prepare.prepared.cache_clear()
+        again = prepare.prepared(shipped)  # read back from the cache file
+    finally:
+        prepare.prepared.cache_clear()
+    assert list(cache_dir.glob("prepared-*.pickle"))
+    for p in (cached, again):
+        assert (p.lead, p.raw_skip, p.factors, p.gates, p.aware) == (
+            fresh.lead, fresh.raw_skip, fresh.factors, fresh.gates, fresh.aware)
+        assert (p.index.by_gram, p.index.short, p.index.always, p.index.gated) == (
+            fresh.index.by_gram, fresh.index.short, fresh.index.always, fresh.index.gated)
+    assert fresh.aware and len(fresh.gates) == len(shipped.rules)
