@@ -29,12 +29,14 @@ _READ = 1 << 16
 class FileSearch:
     """The lines of one file that hold a trigger, from one GNU grep reading the file, in file order."""
 
-    __slots__ = ("_buf", "_entries", "_eof", "_proc", "failed", "limit")
+    __slots__ = ("_entries", "_eof", "_head", "_length", "_offset", "_proc", "failed", "limit")
 
     def __init__(self, proc: subprocess.Popen[bytes], limit: int) -> None:
         self._proc = proc
         self.limit = limit  # the file's size when grep started: only ranges below it are answered
-        self._buf = b""
+        self._head = b""  # the start of an output line's "OFFSET:" not read whole yet
+        self._offset = -1  # the offset of the output line being read, -1 between lines
+        self._length = 0  # bytes of its text read so far
         self._entries: deque[tuple[int, int]] = deque()
         self._eof = False
         self.failed = False
@@ -80,30 +82,42 @@ class FileSearch:
         return out
 
     def _more(self) -> bool:
-        """Parse the next piece of grep's output; False at its end (then `failed` says whether grep failed)."""
+        """Parse the next piece of grep's output; False at its end (then `failed` says whether grep failed).
+
+        Only each line's offset and length are kept, never its text: a matched line may be megabytes long."""
         assert self._proc.stdout is not None
         data = self._proc.stdout.read1(_READ)  # type: ignore[attr-defined]  # a BufferedReader
         if not data:
             self._eof = True
-            if self._buf or self._proc.wait() not in (0, 1):  # a cut line, or killed: trouble
+            if self._head or self._offset >= 0 or self._proc.wait() not in (0, 1):  # a cut line, or killed
                 self.failed = True
             return False
-        buf = self._buf + data
-        append = self._entries.append
-        pos = 0
         try:
-            while True:
-                nl = buf.find(b"\n", pos)
-                if nl < 0:
-                    break
-                colon = buf.index(b":", pos, nl)
-                append((int(buf[pos:colon]), nl - colon - 1))
-                pos = nl + 1
+            self._parse(data)
         except ValueError:  # not grep -b's output: nothing of it is trusted
             self.failed = True
             return False
-        self._buf = buf[pos:]
         return True
+
+    def _parse(self, data: bytes) -> None:
+        append = self._entries.append
+        pos, end = 0, len(data)
+        while pos < end:
+            if self._offset < 0:  # at "OFFSET:" of an output line
+                colon = data.find(b":", pos)
+                if colon < 0:
+                    self._head += data[pos:]
+                    if len(self._head) > 24:
+                        raise ValueError("no offset")
+                    return
+                self._offset = int(self._head + data[pos:colon])
+                self._head, self._length, pos = b"", 0, colon + 1
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                self._length += end - pos
+                return
+            append((self._offset, self._length + nl - pos))
+            self._offset, pos = -1, nl + 1
 
     def close(self) -> None:
         """End grep if it still runs (the log was not read to its end) and reap it."""

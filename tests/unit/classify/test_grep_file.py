@@ -100,3 +100,26 @@ def test_no_file_search_for_small_files_pipes_or_other_files(tmp_path: Path) -> 
         big.rename(tmp_path / "moved.log")
         big.write_bytes(b"error\n" * 1000)  # the name now points at another file
         assert FileSearch.start(argv, fh, min_size=0) is None
+
+
+@needs_grep
+def test_grep_output_is_read_as_offsets_and_lengths_however_long_the_lines(tmp_path: Path) -> None:
+    lines = [b"ok", b"x" * (3 << 20) + b" error", b"error: 1", b"", b"y" * 70_000 + b"error" + b"z" * 70_000, b"ok"]
+    data = b"\n".join(lines) + b"\n"
+    path = tmp_path / "long.log"
+    path.write_bytes(data)
+    want, pos = [], 0
+    for line in lines:
+        if b"error" in line:
+            want.append((pos, len(line)))
+        pos += len(line) + 1
+    argv = [str(grepscan.gnu_grep()), "-a", "-b", "-E", "-e", "error"]
+    with open(path, "rb") as fh:
+        search = FileSearch.start(argv, fh, min_size=0)
+        assert search is not None
+        try:
+            assert search.line_starts(0, 3) == []
+            assert search.line_starts(3, len(data)) == want
+            assert search.line_starts(len(data), len(data) + 1) is None  # beyond the size at start
+        finally:
+            search.close()
