@@ -14,6 +14,11 @@
    min/median/max seconds and MB/s of each, the process/grep ratio (median of the rounds' ratios), and the
    error-dense/quiet ratio of the process times.
 3. Peak RSS of `lgpatch classify` as a process on a --big-mb log and on a log of 10 MB single lines.
+4. Start-up: the CLI on a two-line log, with the rule cache empty (a first run) and filled (every later run).
+
+The package's bytecode is compiled first (`compileall`, as `pip install` does; --no-compile leaves a checkout's
+sources to be compiled at every start, as under PYTHONDONTWRITEBYTECODE), and each log is classified once untimed
+(the rule cache filled, the page cache warm).
 
 Stands alone: stdlib plus the legacy_gpu_patch package of this checkout. Goals (issue 12): quiet >= 150 MB/s and
 <= 2.5x grep as a process; error-dense <= 3x quiet; peak RSS < 200 MB on 1 GB.
@@ -257,6 +262,31 @@ def time_process(path: Path, grep: bool = True) -> tuple[float, float]:
     return _child([sys.executable, "-m", "legacy_gpu_patch", "classify", str(path), "--json"], env=env)
 
 
+def startup(work: Path) -> str:
+    """CPU seconds of the CLI on a two-line log: rule cache empty (first run), then filled (median of 3)."""
+    log = work / "two-lines.log"
+    log.write_text("[1/2] Building CXX object a.o\n/src/a.cpp:3:1: error: 'uint8_t' was not declared in this scope\n")
+    env = {**os.environ, "LGPATCH_CACHE": str(work / "cold-cache")}
+    cold = _child([sys.executable, "-m", "legacy_gpu_patch", "classify", str(log), "--json"], env=env)[1]
+    warm = [_child([sys.executable, "-m", "legacy_gpu_patch", "classify", str(log), "--json"], env=env)[1]
+            for _ in range(3)]
+    return (f"start-up (a two-line log, CPU): {cold:.3f} s with the rule cache empty, "
+            f"{statistics.median(warm):.3f} s filled")
+
+
+def compile_bytecode(compile: bool) -> str:
+    """Bytecode as `pip install` leaves it (compiled ahead), or none: every start compiles the sources."""
+    if not compile:
+        for cache in (REPO / "legacy_gpu_patch").rglob("__pycache__"):
+            shutil.rmtree(cache, ignore_errors=True)
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # for the children: none written meanwhile
+        return "none, sources compiled at each start (--no-compile)"
+    import compileall
+
+    ok = compileall.compile_dir(str(REPO / "legacy_gpu_patch"), quiet=1)
+    return "compiled ahead (as pip install does)" if ok else "compile failed: sources compiled at each start"
+
+
 def time_in_process(path: Path) -> float:
     from legacy_gpu_patch.classify.classifier import Classifier, classify_stream
 
@@ -284,6 +314,7 @@ def bench_log(name: str, path: Path, repeat: int, pats: list[str], python_search
 
     load_rules()
     warm(path)
+    time_process(path)  # untimed: the rule cache filled (a user's first run fills it)
     size = path.stat().st_size / 1e6
     proc: list[tuple[float, float]] = []
     inproc: list[float] = []
@@ -343,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big-mb", type=int, default=1024, help="log for the peak-RSS run (0 skips it)")
     ap.add_argument("--dir", type=Path, default=None, help="where to write the logs (default: a temp dir)")
     ap.add_argument("--repeat", type=int, default=5, help="rounds of each contender, alternated")
+    ap.add_argument("--no-compile", action="store_true",
+                    help="no bytecode: remove the package's __pycache__ and compile sources at every start")
     ap.add_argument("--python-search", action="store_true",
                     help="also time the process with the trigger search in Python only (LGPATCH_CLASSIFY_GREP=0)")
     args = ap.parse_args(argv)
@@ -351,9 +384,11 @@ def main(argv: list[str] | None = None) -> int:
     size = args.size_mb << 20
     from legacy_gpu_patch.classify.grepscan import gnu_grep
 
+    bytecode = compile_bytecode(not args.no_compile)
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}; "
-          f"trigger search: {'GNU grep ' + str(gnu_grep()) if gnu_grep() else 'Python'}")
+          f"trigger search: {'GNU grep ' + str(gnu_grep()) if gnu_grep() else 'Python'}; bytecode: {bytecode}")
     try:
+        print(startup(work))
         pats = triggers()
         logs = {"quiet": work / "quiet.log", "error-dense": work / "dense.log", "cmake-tail": work / "cmake-tail.log"}
         generate(logs["quiet"], size)
