@@ -346,13 +346,19 @@ def bench_log(name: str, path: Path, repeat: int, pats: list[str], python_search
     return statistics.median(cpu)
 
 
+_RSS_PROBE = (
+    "import resource, subprocess, sys\n"
+    "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+)
+
+
 def peak_rss(path: Path) -> float:
-    """Peak RSS in MiB of `lgpatch classify LOG --json` as a process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run([sys.executable, "-m", "legacy_gpu_patch", "classify", str(path), "--json"],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(after, before) / 1024.0  # ru_maxrss of children is the largest child so far
+    """Peak RSS in MiB of `lgpatch classify LOG --json` as a process, its own alone: a fresh parent runs it (the
+    children's ru_maxrss of this process would be the largest child so far, an error-dense run's)."""
+    out = subprocess.run([sys.executable, "-c", _RSS_PROBE, sys.executable, "-m", "legacy_gpu_patch", "classify",
+                          str(path), "--json"], capture_output=True, text=True, cwd=REPO).stdout
+    return int(out.split()[-1]) / 1024.0
 
 
 def long_lines(path: Path, count: int = 20, length: int = 10 << 20) -> None:
