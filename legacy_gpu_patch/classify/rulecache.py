@@ -5,7 +5,8 @@ and validating them costs ~0.03 s of CPU, a fifth of the start-up a user pays on
 yields (the RuleSet: patterns, prefilters, triggers; no compiled regex) is pickled once into `classify/` of the
 lgpatch cache ($LGPATCH_CACHE, else the user cache folder: ~/.cache/lgpatch) and read back at the next start. The
 file's name holds a digest of everything it was made from: the files' bytes and those of the code that reads them,
-the Python and lgpatch versions; any edit makes a new name, so a stale copy is never read. Any problem reading or
+the Python and lgpatch versions; any edit makes a new name, so a stale copy is never read (the newest KEEP are
+kept). Any problem reading or
 writing it means "build it from the files", the same result (tests/unit/classify/test_rulecache.py).
 """
 
@@ -24,6 +25,7 @@ from legacy_gpu_patch import __version__
 __all__ = ["cache_folder", "cached", "code_files"]
 
 T = TypeVar("T")
+KEEP = 8  # cache files kept per name (other checkouts, other versions)
 _PKG = Path(__file__).resolve().parent.parent
 
 
@@ -74,16 +76,17 @@ def cached(name: str, sources: Sequence[Path], build: Callable[[], T]) -> T:
 
 
 def _store(cache: Path, name: str, value: object) -> None:
-    """Write the cache atomically (a concurrent reader sees all of it or nothing); drop older ones of `name`."""
+    """Write the cache atomically (a concurrent reader sees all of it or nothing); drop the oldest of `name`."""
     tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
             pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, cache)
-        for old in cache.parent.glob(f"{name}-*.pickle"):
-            if old != cache:
-                old.unlink(missing_ok=True)
+        # the newest few are kept: checkouts of other versions sharing the cache do not push each other out
+        others = [p for p in cache.parent.glob(f"{name}-*.pickle") if p != cache]
+        for old in sorted(others, key=lambda p: p.stat().st_mtime, reverse=True)[KEEP - 1 :]:
+            old.unlink(missing_ok=True)
     except (OSError, pickle.PicklingError):  # a read-only home: built again next time
         try:
             tmp.unlink(missing_ok=True)

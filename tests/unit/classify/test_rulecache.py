@@ -30,15 +30,18 @@ def test_a_value_is_built_once_then_read_back(cache_dir: Path, tmp_path: Path) -
     assert len(builds) == 1 and len(list(cache_dir.glob("t-*.pickle"))) == 1
 
 
-def test_an_edited_source_makes_a_new_cache_and_drops_the_old(cache_dir: Path, tmp_path: Path) -> None:
+def test_an_edited_source_makes_a_new_cache_and_the_oldest_are_dropped(cache_dir: Path, tmp_path: Path) -> None:
     src = tmp_path / "a.yaml"
     src.write_text("x: 1\n")
     rulecache.cached("t", [src], lambda: "one")
-    old = list(cache_dir.glob("t-*.pickle"))
     src.write_text("x: 2\n")  # same size, other bytes
     assert rulecache.cached("t", [src], lambda: "two") == "two"
-    now = list(cache_dir.glob("t-*.pickle"))
-    assert len(now) == 1 and now != old
+    src.write_text("x: 1\n")  # back: the first one is still there, not built again
+    assert rulecache.cached("t", [src], lambda: "rebuilt") == "one"
+    for i in range(rulecache.KEEP + 3):
+        src.write_text(f"x: {i + 10}\n")
+        rulecache.cached("t", [src], lambda: "many")
+    assert len(list(cache_dir.glob("t-*.pickle"))) == rulecache.KEEP
 
 
 def test_a_damaged_cache_is_rebuilt(cache_dir: Path, tmp_path: Path) -> None:
