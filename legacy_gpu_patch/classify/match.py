@@ -15,7 +15,7 @@ from typing import Any
 from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MATCH_WINDOW, _strip_raw_prefixes
 from legacy_gpu_patch.classify.prepare import LiteralIndex, compile_gate, lead_machinery, prepared
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
-from legacy_gpu_patch.classify.shapes import RuleMatch, ShapeCache
+from legacy_gpu_patch.classify.shapes import MAX_SHAPES, RAW_TO_ZERO, RuleMatch, ShapeCache
 
 __all__ = ["Hit", "LiteralIndex", "Matcher"]
 
@@ -71,8 +71,24 @@ class Matcher:
         self._matched = 0  # lines matched the plain way; past SHAPES_AFTER, by shape
         self._use_shapes = use_shapes
         self._shapes: ShapeCache | None = None
+        # the raw fast path's decision per raw line shape (digits written 0), where it cannot tell digits apart
+        self._raw_shapes: dict[bytes, bool] | None = {} if use_shapes and prep.raw_blind else None
 
     def _raw_skipped(self, raw: bytes, ascii: bool = False) -> bool:
+        """Whether a plain line is decided on its raw bytes (_raw_decided), once per line shape where allowed."""
+        shapes = self._raw_shapes
+        if shapes is None:
+            return self._raw_decided(raw, ascii)
+        key = raw.translate(RAW_TO_ZERO)
+        found = shapes.get(key)
+        if found is None:
+            found = self._raw_decided(raw, ascii)
+            if len(shapes) >= MAX_SHAPES:
+                shapes.clear()
+            shapes[key] = found
+        return found
+
+    def _raw_decided(self, raw: bytes, ascii: bool = False) -> bool:
         """Whether a plain line is decided on its raw bytes: a command echo, include chain or progress line.
 
         The raw regex (see _raw_skip_regex) reads the line as normalize() would leave it only when the line is
@@ -94,7 +110,7 @@ class Matcher:
         text = raw.decode("latin-1")
         if "\x1b" in text or "\r" in text or "\x1c" in text or "\x1d" in text or "\x1e" in text or "\x1f" in text:
             return False
-        # _LOCAL_RE rewrites a word only before a colon: most command echoes have none
+        # normalize._local_re() rewrites a word only before a colon: most command echoes have none
         if ":" in text and ("ehler" in text or "rreur" in text or "rrore" in text):
             return False
         body = head.lstrip()

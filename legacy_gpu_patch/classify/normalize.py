@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 
 __all__ = ["CONTEXT_CHARS", "LOCAL_MARK", "context_text", "location", "normalize", "strip_prefixes"]
@@ -85,20 +86,24 @@ def _read_local_table() -> dict[str, str]:
     return {w.lower(): en for en, words in data["severity"].items() for w in words}
 
 
-def _local_table() -> dict[str, str]:
+@lru_cache(maxsize=1)
+def _local_words() -> dict[str, str]:
     """The table, from the cache where it was read before (no YAML reader to start: rulecache.py)."""
     from legacy_gpu_patch.classify.rulecache import cached, code_files
 
     return cached("localized", [_LOCAL_FILE, *code_files()], _read_local_table)
 
 
-_LOCAL_WORDS = _local_table()
-_LOCAL_RE = re.compile(
-    r"(?:(?<=^)|(?<=[\s:)\]]))("
-    + "|".join(re.escape(w) for w in sorted(_LOCAL_WORDS, key=len, reverse=True))
-    + r")(?=[ \t]*(?:[A-Z]{1,3}\d{3,5}[ \t]*)?[:：])",
-    re.IGNORECASE,
-)
+@lru_cache(maxsize=1)
+def _local_re() -> re.Pattern[str]:
+    """The localized severity words before a colon; made when a line may hold one (non-ASCII, or `ehler`,
+    `rreur`, `rrore`): an English log never pays for it."""
+    return re.compile(
+        r"(?:(?<=^)|(?<=[\s:)\]]))("
+        + "|".join(re.escape(w) for w in sorted(_local_words(), key=len, reverse=True))
+        + r")(?=[ \t]*(?:[A-Z]{1,3}\d{3,5}[ \t]*)?[:：])",
+        re.IGNORECASE,
+    )
 
 
 # A localized line gets a zero-width space at its end: rules see the English severity word, and identifier rules
@@ -108,7 +113,7 @@ LOCAL_MARK = "\u200b"
 
 def _local_sub(m: re.Match[str]) -> str:
     word = m.group(1)
-    return _LOCAL_WORDS.get(word.lower(), word)
+    return _local_words().get(word.lower(), word)
 
 
 def strip_prefixes(text: str) -> str:
@@ -135,12 +140,12 @@ def normalize(text: str) -> str:
         if "\u00ab" in text:
             text = _SPACED_QUOTE_RE.sub(r"'\1'", text)
         text = text.translate(_QUOTES)
-        localized = _LOCAL_RE.sub(_local_sub, text)
+        localized = _local_re().sub(_local_sub, text)
         # a localized severity word, or letters beyond the quotes ("error" is also Spanish): not English
         text = localized + LOCAL_MARK if localized != text or not localized.isascii() else localized
     elif "ehler" in text or "rreur" in text or "rrore" in text:
         # ASCII-only localized lines (MSVC: "Fehler C2065: ...")
-        localized = _LOCAL_RE.sub(_local_sub, text)
+        localized = _local_re().sub(_local_sub, text)
         if localized != text:
             text = localized + LOCAL_MARK
     if "`" in text:

@@ -17,8 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-from legacy_gpu_patch.classify.fastpath import _anchored, necessary_factors
+from legacy_gpu_patch.classify.fastpath import _RAW_PREFIX_FIRST, _anchored, necessary_factors
 from legacy_gpu_patch.classify.keygate import key_gate
+from legacy_gpu_patch.classify.normalize import RAW_PREFIX_RE
 from legacy_gpu_patch.classify.rules import Rule, RuleSet
 from legacy_gpu_patch.classify.shapes import digit_blind, literals_blind
 
@@ -91,6 +92,7 @@ class Prepared:
     factors: tuple[Optional[tuple[frozenset[str], ...]], ...]  # per rule, necessary strings
     gates: tuple[Optional[tuple[str, int]], ...]  # per rule, its key gate's (pattern, flags)
     aware: tuple[tuple[int, tuple[str, ...]], ...]  # digit-aware units (lead steps, then rules[lead:]), literals
+    raw_blind: bool = False  # the raw fast path cannot tell digits apart: its decision is one per line shape
 
 
 def _lead_plan(rules: Sequence[Rule], lead: int) -> tuple[LeadStep, ...]:
@@ -142,6 +144,15 @@ def _raw_skip(lead: Sequence[Rule]) -> bytes | None:
     return b"[ \t]*(?:" + b"|".join(parts) + b")" if parts else None
 
 
+def _raw_path_blind(skip: re.Pattern[bytes]) -> bool:
+    """Whether Matcher._raw_skipped decides a line as it decides the line's shape: its regex and the prefixes it
+    strips treat all digits alike, and the prefixes' first bytes hold all ten digits or none (its other tests look
+    for digit-free strings and at the length)."""
+    first = _RAW_PREFIX_FIRST
+    uniform = first is None or len({d in first for d in b"0123456789"}) == 1
+    return uniform and digit_blind(skip) and digit_blind(RAW_PREFIX_RE)
+
+
 def prepare(rules: RuleSet) -> Prepared:
     """Everything Prepared holds, read from the patterns (every rule's pattern is compiled here)."""
     plan = _lead_plan(rules.rules, rules.lead)
@@ -158,10 +169,12 @@ def prepare(rules: RuleSet) -> Prepared:
         (u, pre) for u, (pattern, flags, pre) in enumerate(units)
         if not (literals_blind(pre) and digit_blind(re.compile(pattern, flags)))
     )
+    raw_skip = _raw_skip(rules.rules[: rules.lead])
     return Prepared(
         index=LiteralIndex(rules),
         lead=plan,
-        raw_skip=_raw_skip(rules.rules[: rules.lead]),
+        raw_skip=raw_skip,
+        raw_blind=raw_skip is not None and _raw_path_blind(re.compile(raw_skip)),
         factors=tuple(necessary_factors(r.regex) for r in rules.rules),
         gates=tuple(gates),
         aware=aware,

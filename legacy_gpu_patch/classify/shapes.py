@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports this modul
 
 __all__ = ["RuleMatch", "ShapeCache", "SpanMatch", "digit_blind", "literals_blind", "shape_of"]
 
-_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+RAW_TO_ZERO = _TO_ZERO = bytes.maketrans(b"123456789", b"000000000")  # a shape, in bytes.translate() terms
 MAX_SHAPES = 1 << 14  # cache entries; the cache starts again when full (a failing build has a few thousand shapes)
 _END = 1 << 30  # "no digit-blind rule matches this shape": after every rule
 _DIGITS = range(ord("0"), ord("9") + 1)
@@ -94,7 +94,7 @@ def _blind(items: Any) -> bool:
     return True
 
 
-def digit_blind(regex: re.Pattern[str]) -> bool:
+def digit_blind(regex: re.Pattern[Any]) -> bool:
     """Whether `regex` treats the ten ASCII digits alike: then it matches a text exactly where it matches the text
     with its digits changed, at the same places. False when unsure."""
     try:

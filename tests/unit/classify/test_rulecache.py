@@ -90,7 +90,7 @@ def test_the_cached_rule_set_equals_the_one_read_from_the_files(cache_dir: Path)
     assert [r.key_groups for r in again.rules] == [r.key_groups for r in plain.rules]
     table = rulecache.cached("localized", [normalize._LOCAL_FILE, *rulecache.code_files()],
                              normalize._read_local_table)
-    assert table == normalize._read_local_table() == normalize._LOCAL_WORDS
+    assert table == normalize._read_local_table() == normalize._local_words()
 
 
 def test_the_cache_lives_in_the_lgpatch_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -141,3 +141,19 @@ def test_findings_with_and_without_the_cache_are_identical(seed: int, monkeypatc
         monkeypatch.setattr(match_mod, "SHAPES_AFTER", 1000)
         assert classified(log) == want
         assert want[1][0] > 1000  # the log is error-dense: the cache decides most of its lines
+
+
+def test_the_raw_fast_path_decides_a_shape_as_each_of_its_lines() -> None:
+    from test_classifier_fast_paths import edge_lines
+
+    cached, plain = Matcher(), Matcher(use_shapes=False)
+    assert cached._raw_shapes is not None and plain._raw_shapes is None  # the shipped rules allow it
+    rnd = random.Random(13)
+    raw_lines = [line.encode("utf-8", "replace") for line in edge_lines() + fixture_lines()]
+    skipped = 0
+    for raw in raw_lines:
+        for variant in (raw, redigit(raw.decode("latin-1"), rnd).encode("latin-1"), raw):
+            want = plain._raw_skipped(variant)
+            assert cached._raw_skipped(variant) is want, variant
+            skipped += want
+    assert skipped > 100 and len(cached._raw_shapes) < len(raw_lines) * 2
