@@ -168,39 +168,38 @@ export CMAKE_LIBRARY_PATH=$B/lgpatch/wheel-libs:$B/lgpatch/driver CMAKE_INCLUDE_
 export TORCH_CUDA_ARCH_LIST=$ARCH_LIST
 
 # ---- the guard: a configure must not silently throw away a built tree ---------------------------------------------
-# lgpatch build configures first. On a tree with objects, run that configure alone first and count what ninja would
-# build before and after it: more than MAX_DIRTY edges made dirty (a changed compiler command: another --python, a
-# non-idempotent CMakeLists) stops the call with the first changed command, instead of a rebuild that outlasts the
-# machine (session 4 lost its wheel so: 1225 of 2096 edges). ALLOW_REBUILD=1 builds anyway.
+# lgpatch build configures first. On a tree with objects, that configure runs alone first; then ninja -d explain
+# says how many already-built edges would run again because their command changed or the configure rewrote an input
+# (ninja compares with the command each object was last built with, so a second call after a stop stops again).
+# More than MAX_DIRTY (a changed compiler command: another --python, a CMakeLists that is not idempotent) stops the
+# call with the first changed command, instead of a rebuild that outlasts the machine (session 4 lost its wheel so:
+# 1225 of 2096 edges). The `ninja -n` edge counts before and after go into the summary too. ALLOW_REBUILD=1: build.
 MAX_DIRTY=${MAX_DIRTY:-50}
-# ninja -n's edge count; "stale" when build.ninja is older than its CMake inputs: ninja -n then only says it would
-# re-run CMake, and counts nothing else
+# ninja -n's edge count; "stale" when build.ninja is older than its CMake inputs (ninja -n then only says it would
+# re-run CMake, and counts nothing else)
 edges_to_build() { local out; out=$(cd "$B" && ninja -n 2>/dev/null)
   if grep -q '^\[[0-9]*/[0-9]*\] Re-running CMake' <<< "$out"; then echo stale; else grep -c '^\[' <<< "$out"; fi; }
+built_to_rebuild() { (cd "$B" && ninja -n -d explain 2>&1 >/dev/null) \
+  | grep -c -E '^ninja explain: (command line changed for |(output|recorded mtime of) .* older than most recent input)'; }
 commands_of() { (cd "$B" && ninja -t commands 2>/dev/null | sort) > "$1"; }
 reconfigure_guard() {  # reconfigure_guard PHASE: 0 = go on
   [ -f "$B/build.ninja" ] && [ -n "$(find "$B" -name '*.o' -print -quit)" ] || return 0  # nothing built to lose
-  local before after made changed why t0
+  local before after made changed t0 old new
   t0=$(date +%s)
   before=$(edges_to_build); commands_of "$LOGS/commands-before.txt"
   LGB --target ATEN_CUDA_FILES_GEN_TARGET --log "$LOGS/reconfigure-$1.log" --report-dir "$LOGS/reconfigure-report" \
     -q > "$LOGS/reconfigure-$1.txt" 2>&1 || { say "$1: reconfigure failed (rc=$?): $(tail -2 "$LOGS/reconfigure-$1.txt" | tr '\n' ' ')"; return 1; }
-  after=$(edges_to_build); commands_of "$LOGS/commands-after.txt"
+  after=$(edges_to_build); commands_of "$LOGS/commands-after.txt"; made=$(built_to_rebuild)
   changed=$(diff "$LOGS/commands-before.txt" "$LOGS/commands-after.txt" | grep -c '^>')
-  if [ "$before" = stale ] || [ "$after" = stale ]; then  # no count: every changed command counts as a built edge made dirty
-    made=$changed; why="build.ninja was stale before (ninja -n would only re-run CMake), so the $changed changed commands count"
-  else
-    made=$(( after > before ? after - before : 0 )); why="$made made dirty"
-  fi
-  say "$1: reconfigure check: ninja -n: $before edges to build before the configure, $after after ($why; limit $MAX_DIRTY; $changed commands changed; $(( $(date +%s) - t0 )) s)"
+  say "$1: reconfigure check: ninja -n: $before edges to build before the configure, $after after; $made built edges to rebuild (limit $MAX_DIRTY); the configure changed $changed commands ($(( $(date +%s) - t0 )) s)"
   [ "$made" -le "$MAX_DIRTY" ] && return 0
-  local old new
+  # the first changed command, word by word (its new form: the added command that ends with the same word; CMake's
+  # ninja commands end with the source); none changed here when an earlier call's configure changed them
   old=$(diff "$LOGS/commands-before.txt" "$LOGS/commands-after.txt" | grep -m1 '^<' | cut -c3-)
-  # its new form: the added command that ends with the same word (CMake's ninja commands end with the source)
   new=$(diff "$LOGS/commands-before.txt" "$LOGS/commands-after.txt" | grep '^>' | grep -m1 -F -e " ${old##* }" | cut -c3-)
   [ -n "$new" ] || new=$(diff "$LOGS/commands-before.txt" "$LOGS/commands-after.txt" | grep -m1 '^>' | cut -c3-)
   diff <(tr ' ' '\n' <<< "$old") <(tr ' ' '\n' <<< "$new") > "$LOGS/reconfigure-first-change.txt"
-  say "$1: STOPPED: the configure made $made built edges dirty (> MAX_DIRTY=$MAX_DIRTY); a changed command, word by word: $(grep '^[<>]' "$LOGS/reconfigure-first-change.txt" | head -8 | tr '\n' ' ' | cut -c1-400) (logs/commands-before.txt, commands-after.txt; ALLOW_REBUILD=1 rebuilds)"
+  say "$1: STOPPED: $made built edges would be rebuilt (> MAX_DIRTY=$MAX_DIRTY)$([ "$changed" = 0 ] || echo "; the first changed command lost [$(sed -n 's/^< //p' "$LOGS/reconfigure-first-change.txt" | head -8 | tr '\n' ' ' | cut -c1-300)] and gained [$(sed -n 's/^> //p' "$LOGS/reconfigure-first-change.txt" | head -8 | tr '\n' ' ' | cut -c1-300)]") (ninja -C $B -d explain -n says why; logs/commands-before.txt, commands-after.txt; ALLOW_REBUILD=1 rebuilds)"
   [ "${ALLOW_REBUILD:-0}" = 1 ] && { say "$1: ALLOW_REBUILD=1: rebuilding"; return 0; }
   return 1
 }

@@ -173,16 +173,21 @@ def test_a_configure_that_would_rebuild_a_built_tree_stops_the_call(tmp_path: Pa
     changed = _call(tmp_path, work, LG_STAMP="2")  # every compile command changes: the guard stops the call
     assert changed.returncode == 1
     summary = _summary(work)
-    assert (f"build: reconfigure check: ninja -n: 0 edges to build before the configure, {N_SOURCES + 1} after "
-            f"({N_SOURCES + 1} made dirty; limit 50; {N_SOURCES} commands changed") in summary
-    assert "build: STOPPED: the configure made 61 built edges dirty (> MAX_DIRTY=50)" in summary
-    assert "< -DSTAMP=1 > -DSTAMP=2" in summary  # the first changed command, word by word
+    assert (f"build: reconfigure check: ninja -n: 0 edges to build before the configure, {N_SOURCES + 1} after; "
+            f"{N_SOURCES} built edges to rebuild (limit 50); the configure changed {N_SOURCES} commands") in summary
+    assert (f"build: STOPPED: {N_SOURCES} built edges would be rebuilt (> MAX_DIRTY=50); the first changed command "
+            "lost [-DSTAMP=1 ] and gained [-DSTAMP=2 ]") in summary  # word by word
     assert obj.stat().st_mtime_ns == mtime and not (work / "logs" / "build-2.log").exists()
+    again = _call(tmp_path, work, LG_STAMP="2")  # the tree is dirty now, but still not rebuilt by a second call
+    assert again.returncode == 1
+    assert (f"{N_SOURCES + 1} edges to build before the configure, {N_SOURCES + 1} after; {N_SOURCES} built edges "
+            "to rebuild (limit 50); the configure changed 0 commands") in _summary(work)
+    assert f"build: STOPPED: {N_SOURCES} built edges would be rebuilt (> MAX_DIRTY=50) (ninja" in _summary(work)
 
     same = _call(tmp_path, work, LG_STAMP="1")  # the commands the objects were built with: nothing to rebuild
     assert same.returncode == 0, _summary(work)
-    assert ("build: reconfigure check: ninja -n: 61 edges to build before the configure, 0 after (0 made dirty; "
-            "limit 50; 60 commands changed") in _summary(work)
+    assert (f"build: reconfigure check: ninja -n: {N_SOURCES + 1} edges to build before the configure, 0 after; "
+            f"0 built edges to rebuild (limit 50); the configure changed {N_SOURCES} commands") in _summary(work)
     assert _built(work, "build-2.log") == 0 and obj.stat().st_mtime_ns == mtime
     assert "wheel: torch-0.1-py3-none-any.whl" in _summary(work).split("reconfigure check")[-1]
 
@@ -190,8 +195,8 @@ def test_a_configure_that_would_rebuild_a_built_tree_stops_the_call(tmp_path: Pa
     (work / "wt" / "CMakeLists.txt").touch()  # build.ninja stale: ninja -n only says it would re-run CMake
     stale = _call(tmp_path, work, LG_STAMP="1")
     assert stale.returncode == 0, _summary(work)
-    assert ("build: reconfigure check: ninja -n: stale edges to build before the configure, 0 after (build.ninja "
-            "was stale before (ninja -n would only re-run CMake), so the 0 changed commands count") in _summary(work)
+    assert ("build: reconfigure check: ninja -n: stale edges to build before the configure, 0 after; 0 built edges "
+            "to rebuild") in _summary(work)
     assert _built(work, "build-3.log") == 0
 
     _lose_the_wheel(work)
