@@ -103,6 +103,14 @@ def test_build_makes_a_wheel_with_portable_run_paths(recipe) -> None:
     assert "--forbid-runpath-under" in commands["check-wheel"][2]
 
 
+def test_configure_turns_off_use_rocm_whose_default_is_not_idempotent(recipe) -> None:
+    # USE_ROCM defaults to ON in v1.5.0's CMakeLists.txt; left so, the first configure adds the ROCm include folders
+    # to every target after cmake/Dependencies.cmake:1062 and the second does not: ninja rebuilt 1225 of 2096 edges
+    # on the H200 (tests/integration/recipes/test_pytorch_reconfigure.py configures the real tree twice)
+    configure = next(list(c.argv) for c in recipe.build.commands if c.name == "configure")
+    assert "-DUSE_ROCM=OFF" in configure and "-DUSE_CUDA=ON" in configure
+
+
 def test_every_patchset_has_readme_mirrors_and_our_own_patches(recipe) -> None:
     for entry in recipe.entries[1:]:
         ps = entry.patchset
