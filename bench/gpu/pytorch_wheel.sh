@@ -20,8 +20,9 @@
 #             rewinds to the first changed step when a patchset changed since the last call)
 #   configure `lgpatch build --target ATEN_CUDA_FILES_GEN_TARGET`: the recipe's configure + ATen's generator
 #   build     `lgpatch build`: the recipe's whole build section in one process: configure again (before any
-#             object is compiled), cmake --build build (ninja, JOBS jobs; stops at the first failure), setup.py
-#             bdist_wheel, check-wheel -> dist/torch-1.5.0+lgpatch.cu130.sm90-cp312-*.whl
+#             object is compiled), cmake --build build (ninja, JOBS jobs), setup.py bdist_wheel, check-wheel
+#             -> dist/torch-1.5.0+lgpatch.cu130.sm90-cp312-*.whl; after a failed compile, ninja -k 0 builds all
+#             else it can (KEEP_GOING=0: not), so one call lists every failure
 #   wheel     done by build; on a tree built without the wheel step, `lgpatch build` again (nothing to compile)
 #   Every lgpatch build runs with --python $PY. Before one re-runs CMake on a tree that has objects, the guard
 #   configures alone and prints `ninja -n` edge counts before/after; more than MAX_DIRTY (50) built edges made
@@ -84,7 +85,8 @@ progress() {  # objects done/total: C/C++ and CUDA, from build.ninja and the obj
   tc=$(grep -c -E '^build [^:]*\.(cpp|cc|c)\.o:' "$B/build.ninja"); tu=$(grep -c -E '^build [^:]*\.cu\.o:' "$B/build.ninja")
   dc=$(find "$B" -name '*.cpp.o' -o -name '*.cc.o' -o -name '*.c.o' | wc -l); du=$(find "$B" -name '*.cu.o' | wc -l)
   say "progress: C/C++ objects $dc/$tc, CUDA objects $du/$tu, libraries: $(ls "$B"/lib/*.so 2>/dev/null | xargs -rn1 basename | tr '\n' ' ')"
-  say "progress: failed so far: $(cat "$LOGS"/build-*.log 2>/dev/null | grep -c '^FAILED'); wheel: $(ls "$WT"/dist/*.whl 2>/dev/null | xargs -rn1 basename)"
+  local last; last=$(ls -t "$LOGS"/build-*.log "$LOGS"/keep-going-*.log 2>/dev/null | head -1)
+  say "progress: failed in the last build log: $(grep -c '^FAILED' "${last:-/dev/null}"); wheel: $(ls "$WT"/dist/*.whl 2>/dev/null | xargs -rn1 basename)"
 }
 finish() {  # everything that comes back: at most 8 files (summary, logs archive, checks, lms, run paths)
   progress
@@ -219,12 +221,20 @@ full_build() {  # full_build PHASE
   MEMPID=$!
   LGB --log "$LOG" --report-dir "$LOGS/build-report" -q > "$LOGS/build-$((n + 1)).txt" 2>&1
   rc=$?
+  local failures=$LOG
+  if [ $rc != 0 ] && grep -q '^FAILED' "$LOG" && [ "${KEEP_GOING:-1}" = 1 ]; then
+    # cmake --build stops at the first failed compile; ninja -k 0 on the same build.ninja compiles all the rest,
+    # so one call shows every failure (what the old ninja phase did; KEEP_GOING=0: not)
+    failures=$LOGS/keep-going-$((n + 1)).log
+    (cd "$B" && ninja -k 0 -j "$JOBS") > "$failures" 2>&1
+    say "$1: lgpatch build failed; ninja -k 0 then: rc=$?, $(grep -c '^FAILED' "$failures") failed"
+  fi
   kill "$MEMPID" 2>/dev/null; wait "$MEMPID" 2>/dev/null
-  say "$1: lgpatch build (configure, cmake --build -j $JOBS, wheel, check-wheel) rc=$rc in $(( $(date +%s) - t )) s; FAILED: $(grep -c '^FAILED' "$LOG"); wheel: $(wheel_name) $(du -h "$WT"/dist/*.whl 2>/dev/null | cut -f1)"
+  say "$1: lgpatch build (configure, cmake --build -j $JOBS, wheel, check-wheel) rc=$rc in $(( $(date +%s) - t )) s; FAILED: $(grep -c '^FAILED' "$failures"); wheel: $(wheel_name) $(du -h "$WT"/dist/*.whl 2>/dev/null | cut -f1)"
   say "$1: peak memory in use $(sort -n "$MEMLOG" | tail -1 | awk '{printf "%.1f GiB", $1 / 1048576}') (sampled every 5 s), $(nproc) cores, -j $JOBS"
-  grep '^FAILED' "$LOG" | cut -c1-240 > "$LOGS/failed.txt"
+  grep '^FAILED' "$failures" | cut -c1-240 > "$LOGS/failed.txt"
   if [ $rc != 0 ]; then
-    LG classify "$LOG" > "$LOGS/build.classify.txt" 2>&1
+    LG classify "$failures" > "$LOGS/build.classify.txt" 2>&1
     say "classify: $(head -c 1200 "$LOGS/build.classify.txt" | tr -s ' \n' ' ')"
     finish 1
   fi

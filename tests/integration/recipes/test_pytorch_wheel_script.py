@@ -208,3 +208,20 @@ def test_a_configure_that_would_rebuild_a_built_tree_stops_the_call(tmp_path: Pa
     assert status.returncode == 0
     tail = _summary(work).splitlines()[-3:]
     assert "status: pipeline finished" in tail[0] and f"C/C++ objects {N_SOURCES}/{N_SOURCES}" in tail[1]
+
+
+@requires_nvcc
+@pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ninja")), reason="cmake and ninja are needed")
+def test_a_failed_compile_goes_on_with_ninja_k0_and_lists_every_failure(tmp_path: Path) -> None:
+    _tiny_carry(tmp_path)
+    work = tmp_path / "work"
+    failed = _call(tmp_path, work, LG_STAMP="no_such_name")  # every source: an undeclared identifier
+    assert failed.returncode == 1
+    summary = _summary(work)
+    assert f"build: lgpatch build failed; ninja -k 0 then: rc=1, {N_SOURCES}" in summary  # cmake --build stopped early
+    assert f"build: lgpatch build (configure, cmake --build -j 2, wheel, check-wheel) rc=9 in " in summary
+    assert f"check-wheel) rc=9 in " in summary and f"s; FAILED: {N_SOURCES}; wheel:" in summary  # every one, once
+    assert f"progress: failed in the last build log: {N_SOURCES};" in summary
+    assert len((work / "logs" / "failed.txt").read_text().splitlines()) == N_SOURCES
+    assert "classify: " in summary and not (work / "state" / "build").exists()
+    assert not list((work / "wt" / "dist").glob("*.whl"))
