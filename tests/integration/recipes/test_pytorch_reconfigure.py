@@ -1,6 +1,7 @@
 """The real PyTorch v1.5.0 tree configured twice by the recipe: the second configure writes the same build
 commands, so nothing already built is rebuilt (on the H200 the second configure of an unfixed recipe made ninja
-rebuild 1225 of 2096 edges; USE_ROCM's default ON, see the recipe's configure command).
+rebuild 1225 of 2096 edges; USE_ROCM's default ON, see the recipe's configure command): same ninja commands, and
+FindCUDA's per-unit scripts (inputs of the CUDA edges, holding their include folders) are not rewritten.
 
 Opt-in, slow (about a minute on 2 cores), the inputs pytorch_wheel.sh carries:
     LGPATCH_PYTORCH_CARRY   a folder with pt-shallow.tar, submodules.tar and pytorch_v1.5.0_large_model_support.patch
@@ -37,6 +38,11 @@ SMALL = ("c10", "mkdisp")  # one C++ library and one C tool: both in the directo
 def _commands_digest(build: Path) -> str:
     out = subprocess.run(["ninja", "-C", str(build), "-t", "commands"], capture_output=True, text=True, check=True)
     return hashlib.sha256("\n".join(sorted(out.stdout.splitlines())).encode()).hexdigest()
+
+
+def _nvcc_scripts(build: Path) -> dict[str, int]:
+    """mtime of each CUDA unit's FindCUDA script (an input of its ninja edge, not part of the command line)."""
+    return {str(p): p.stat().st_mtime_ns for p in build.rglob("*_generated_*.cu.o.*.cmake")}
 
 
 def _dry_run(build: Path, *targets: str) -> str:
@@ -77,8 +83,11 @@ def test_a_second_configure_leaves_built_targets_alone(tmp_path: Path, lgpatch, 
     first = _commands_digest(build)
     configure(*SMALL)  # built, as the script's build phase builds everything
     assert "no work to do" in _dry_run(build, *SMALL)
+    scripts = _nvcc_scripts(build)  # FindCUDA's per-unit scripts hold the include folders of the CUDA units
+    assert len(scripts) > 100
     configure("ATEN_CUDA_FILES_GEN_TARGET")  # the configure the wheel phase runs again
     assert _commands_digest(build) == first
+    assert _nvcc_scripts(build) == scripts  # not rewritten: no CUDA object is older than its script
     explain = _dry_run(build, *SMALL)
     assert "no work to do" in explain, explain[:2000]
     assert "/opt/rocm" not in (build / "build.ninja").read_text()
