@@ -10,9 +10,15 @@ def _fmt(v: Any) -> str:
 
 
 def render(reports: list[dict[str, Any]]) -> str:
-    benches = [r for r in reports if "cases" in r]
+    benches = [r for r in reports if "cases" in r and r.get("mode") != "interleaved"]
     checks = [r for r in reports if "checks_passed" in r]
     out = []
+    for r in reports:
+        if r.get("mode") == "interleaved":
+            from _speed_interleaved_table import render_interleaved
+            from _speed_large import BYTES as LARGE
+            from _speed_workloads import BYTES
+            out += [*render_interleaved(r, {**BYTES, **LARGE}), ""]
     if benches:
         labels = [b["label"] for b in benches]
         head = ["case"]

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """CuPy 1.24's reductions (lgpatch's build) against NumPy on the GPU: dtypes, axes, keepdims, empty inputs, sizes
-around the cupy-reduction-grid thresholds (one block per output vs several), NaN, ties for argmax/argmin.
+around the cupy-reduction-grid thresholds (one block per output vs several), NaN, ties for argmax/argmin, split
+reductions alternating between streams; and convolution_2d with cuDNN called repeatedly and with another
+workspace limit (chainer-cudnn-algo-cache) against the im2col path.
 
     PYTHONPATH=DIR python3 bench/gpu/chainer_reduction_check.py --label after --json check-after.json
 
@@ -11,6 +13,7 @@ tolerance for mean/var/std. Prints pass/fail counts; exit status 1 when anything
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -134,14 +137,51 @@ def check_empty_and_kernels(c: Checker, cupy) -> None:
         x = numpy.arange(numpy.prod(shape), dtype="d").reshape(shape) % 5
         c.same(f"ReductionKernel meansq {shape} axis={axis}", k(cupy.asarray(x), axis=axis).get(),
                (x * x).mean(axis=axis), rtol=1e-12)
-    # Results on a non-default stream (the arrival counters are cleared on the launch stream).
+    # Results on a non-default stream (each stream has its own partials and counters, which the kernel resets),
+    # alternating with the null stream: a counter left non-zero would spoil the next split reduction there.
     s = cupy.cuda.Stream()
     x = numpy.ones((3, 100003), "d")
-    c.same("ReductionKernel on a stream", k(cupy.asarray(x), axis=1, stream=s).get(), numpy.ones(3))
-    s.synchronize()
+    gx = cupy.asarray(x)
+    for i in range(4):
+        c.same(f"ReductionKernel on a stream #{i}", k(gx, axis=1, stream=s).get(), numpy.ones(3))
+        s.synchronize()
+        c.same(f"ReductionKernel on the null stream #{i}", k(gx, axis=1).get(), numpy.ones(3))
     # Repeated launches reuse the memory pool: stale partials or counters would show here.
     g = cupy.asarray(numpy.ones(1 << 20, "f"))
     c.same("sum x20 repeated", sum(float(g.sum().get()) for _ in range(20)), 20.0 * (1 << 20))
+
+
+def check_conv_algo_cache(c: Checker, cupy, rng) -> None:
+    """convolution_2d with cuDNN, called repeatedly (chainer-cudnn-algo-cache answers from the second call on) and
+    with another workspace limit in between, against the im2col path: forward and all three gradients. cuDNN may
+    use TF32 for FP32 (as torch's default), hence a tolerance relative to each result's largest value."""
+    import chainer
+    import chainer.functions as F
+    from chainer import cuda
+    default = cuda.get_max_workspace_size()
+    def one(xs: tuple, ws: tuple, stride: int, pad: int) -> None:
+        x, w = rng.randn(*xs).astype("f"), (0.1 * rng.randn(*ws)).astype("f")
+        b = rng.randn(ws[0]).astype("f")
+        results = {}
+        for run, (use_cudnn, workspace) in enumerate(((False, default), (True, default), (True, default),
+                                                      (True, 0), (True, default))):
+            cuda.set_max_workspace_size(workspace)
+            try:
+                vx, vw, vb = (chainer.Variable(cupy.asarray(a)) for a in (x, w, b))
+                y = F.convolution_2d(vx, vw, vb, stride=stride, pad=pad, use_cudnn=use_cudnn)
+                y.grad = cupy.asarray(numpy.cos(numpy.arange(y.data.size, dtype="f")).reshape(y.shape))
+                y.backward()
+                results[run] = [a.get() for a in (y.data, vx.grad, vw.grad, vb.grad)]
+            finally:
+                cuda.set_max_workspace_size(default)
+        for run in range(1, 5):
+            for name, got, want in zip(("y", "gx", "gW", "gb"), results[run], results[0]):
+                c.same(f"conv {xs}*{ws} s{stride} cudnn call {run} {name}", got, want, rtol=0,
+                       atol=1e-2 * float(abs(want).max()))
+
+    for xs, ws, stride, pad in (((1, 3, 224, 224), (32, 3, 3, 3), 1, 1), ((8, 3, 64, 64), (16, 3, 7, 7), 2, 3),
+                                ((4, 64, 28, 28), (64, 64, 3, 3), 1, 1)):
+        guard(c, f"conv {xs}*{ws}", functools.partial(one, xs, ws, stride, pad))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     c, rng = Checker(), numpy.random.RandomState(0)
     for part in (lambda: check_lengths(c, cupy, rng), lambda: check_dtypes(c, cupy, rng),
-                 lambda: check_axes(c, cupy, rng), lambda: check_empty_and_kernels(c, cupy)):
+                 lambda: check_axes(c, cupy, rng), lambda: check_empty_and_kernels(c, cupy),
+                 lambda: check_conv_algo_cache(c, cupy, rng)):
         try:
             part()
         except Exception as exc:

@@ -12,9 +12,12 @@ Start-up: fresh processes with the kernel cache already warm, time from exec to 
 inspection CNN at batch 1 (median of --starts), Chainer and torch.
 
     PYTHONPATH=DIR python3 bench/gpu/chainer_speed.py --label after --json after.json
-    python3 bench/gpu/chainer_speed.py --table before.json after.json [check-*.json] > table.md
+    python3 bench/gpu/chainer_speed.py --interleave before=DIR1 after=DIR2 --json bench.json
+    python3 bench/gpu/chainer_speed.py --table bench.json [check-*.json] > table.md
 
-About 60 s per build on an H200 with a warm kernel cache.
+--interleave (what chainer_speed.sh runs) keeps one worker process per build alive and alternates them batch by
+batch (bench/gpu/_speed_interleave.py): median and range over --rounds per build, torch timed in both as the
+control, the large-input cases (_speed_large.py), launch and call counts per iteration (_speed_launches.py).
 """
 
 from __future__ import annotations
@@ -159,7 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-s", type=float, default=80.0, help="stop starting new cases after this")
     parser.add_argument("--only", nargs="*", help="substrings of the case names to run")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the before/after table of these reports")
+    parser.add_argument("--interleave", nargs="+", metavar="LABEL=DIR",
+                        help="time these builds (each a --target folder) in alternating rounds, one worker each")
+    parser.add_argument("--rounds", type=int, default=5, help="--interleave: rounds per case (median and range)")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # a worker of --interleave
     args = parser.parse_args(argv)
+    if args.serve:
+        from _speed_worker import serve
+        return serve(args.label)
     if args.table:
         from _speed_table import render
         reports = []
@@ -168,7 +178,12 @@ def main(argv: list[str] | None = None) -> int:
                 reports.append(json.load(f))
         print(render(reports))
         return 0
-    report = run_bench(args)
+    if args.interleave:
+        from _speed_interleave import run
+        builds = dict(item.split("=", 1) for item in args.interleave)
+        report = run(builds, args)
+    else:
+        report = run_bench(args)
     if args.json:
         save(args.json, report)
     else:

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Issue 17 on the GPU machine, in one call: Chainer 1.24 before/after the speed patchsets, against torch.
 #
-# Run from the repository root with .carry/chainer-speed carried:
-#   .carry/chainer-speed/before/chainer-1.24.0-cp312-*.whl   the recipe without cupy-reduction-grid
-#   .carry/chainer-speed/after/chainer-1.24.0-cp312-*.whl    the recipe with it
-#   .carry/chainer-speed/deps/*.whl                          six, filelock (installed only if the image lacks them)
+# Run from the repository root with .carry/chainer-speed-next carried (CARRY names another such folder):
+#   $CARRY/before/chainer-1.24.0-cp312-*.whl   the recipe without its speed steps (chainer-cudnn-algo-cache,
+#                                              cupy-reduction-grid)
+#   $CARRY/after/chainer-1.24.0-cp312-*.whl    the whole recipe
+#   $CARRY/deps/*.whl                          six, filelock (installed only if the image lacks them)
 # Each wheel goes into its own `pip install --no-deps --target` folder (the image's packages are never touched),
 # first on PYTHONPATH of its own processes only. Both builds share one CuPy kernel cache (keys are the kernel
 # sources, so the unchanged kernels compile once). Steps: the reduction checks of both builds in parallel, then
-# the bench of each build on an otherwise idle GPU. Writes into $OUT (3 files): chainer_speed.md (the table),
-# chainer_speed.json (raw reports), chainer_speed.log. About 3-4 minutes on an H200.
+# the interleaved bench (chainer_speed.py --interleave: both builds' workers alternate round by round, so host
+# noise lands on both; median and range per build; large inputs; launches per iteration). Writes into $OUT
+# (3 files): chainer_speed.md (the tables), chainer_speed.json (raw reports), chainer_speed.log. ROUNDS (5) and
+# BUDGET_S (150, no new case after it) tune it. About 3-4 minutes on an H200.
 set -u
 OUT=${OUT:-/tmp/chainer-speed-out}
-CARRY=${CARRY:-.carry/chainer-speed}
+CARRY=${CARRY:-.carry/chainer-speed-next}
 PY=${PYTHON:-python3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d /tmp/chainer-speed.XXXXXX)
@@ -44,15 +47,14 @@ done
 wait
 cat "$WORK/check-before.log" "$WORK/check-after.log" >> "$LOG"
 
-# 2. The bench, one build at a time (the GPU otherwise idle).
-for b in before after; do
-  echo "== bench $b" >> "$LOG"
-  PYTHONPATH="$WORK/$b" timeout 105 "$PY" "$HERE/chainer_speed.py" --label "$b" --budget-s 70 \
-    --json "$WORK/bench-$b.json" >> "$LOG" 2>&1 || echo "bench $b: exit $?" >> "$LOG"
-done
+# 2. The bench: one worker process per build, alive side by side, asked in alternating rounds (torch timed in
+#    both as the control), then launch/call counts and the start-ups, alternating too.
+PYTHONPATH= timeout 300 "$PY" "$HERE/chainer_speed.py" --interleave before="$WORK/before" after="$WORK/after" \
+  --rounds "${ROUNDS:-5}" --min-batch-ms 20 --budget-s "${BUDGET_S:-150}" --json "$WORK/bench.json" >> "$LOG" 2>&1 \
+  || echo "bench: exit $?" >> "$LOG"
 
 reports=()
-for f in "$WORK"/bench-before.json "$WORK"/bench-after.json "$WORK"/check-before.json "$WORK"/check-after.json; do
+for f in "$WORK"/bench.json "$WORK"/check-before.json "$WORK"/check-after.json; do
   [ -f "$f" ] && reports+=("$f")
 done
 if [ ${#reports[@]} -gt 0 ]; then

@@ -10,26 +10,24 @@ Rules are data (rules/*.yaml, loaded by rules.py). The log is read once, in chun
    (fastpath.py).
 2. **Normalisation** of a candidate (normalize.py): colours, CI prefixes, quotes, localized severity words.
 3. **Rules in order** (match.py), each gated by its own cheap lowercase literals (`prefilter`); the first rule whose
-   regex matches decides. Exception rules decide "no finding".
+   regex matches decides (per message shape, once many lines were decided: shapes.py). Exceptions: "no finding".
 4. **Grouping** (collect.py, findings.py): findings keyed by rule and a capture, counted exactly; `findings()` ranks
    the first root cause first.
 
-Invalid UTF-8 is decoded with replacement characters; memory stays bounded: lines longer than `max_line` bytes are
-matched on their first `max_line` bytes, a long line on a window of MATCH_WINDOW bytes around its first trigger.
-"""
+Invalid UTF-8 is decoded with replacement characters; memory is bounded: a line is matched on its first `max_line`
+bytes, a long one on a window of MATCH_WINDOW bytes around its first trigger."""
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from legacy_gpu_patch.classify.collect import Collector
-from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
 from legacy_gpu_patch.classify.findings import Finding, Occurrence
-from legacy_gpu_patch.classify.normalize import context_text, normalize, strip_prefixes
+from legacy_gpu_patch.classify.grepfile import FileSearch
+from legacy_gpu_patch.classify.linereader import LineReader
+from legacy_gpu_patch.classify.normalize import normalize, strip_prefixes
 from legacy_gpu_patch.classify.rules import CATEGORIES, Rule, RuleSet, load_rules, rule_files
 from legacy_gpu_patch.classify.scan import TriggerSearch
 
@@ -38,14 +36,11 @@ __all__ = [  # the classifier's public names (build, commands, report and tests 
     "classify_lines", "classify_stream", "load_rules", "normalize", "rule_files", "strip_prefixes",
 ]
 
-# a progress marker of make/CMake or ninja at the start of a line (after a CI timestamp, if any)
-_PROGRESS_START = re.compile(r"^(?:\S+Z[ \t]|\#\d+[ \t]\d+\.\d+[ \t])?[ \t]*\[(?:[ \t]*\d{1,3}%|\d+/\d+)\][ \t]")
-
 SMALL_CHUNK = 256 << 10  # below this a chunk is joined to the open line of the last one (one scan, not two)
 CHUNK = 4 << 20  # a file is read in chunks this big: with GNU grep searching them, one process per 4 MiB (grepscan)
 
 
-class Classifier(Collector):
+class Classifier(LineReader):
     """Feed bytes (any chunking); read `findings()`. Line numbers are 1-based lines of everything fed."""
 
     def __init__(
@@ -58,14 +53,16 @@ class Classifier(Collector):
         max_findings: int = 500,
         max_occurrences: int = 50,
         accelerate: bool = True,
+        use_shapes: bool = True,
     ) -> None:
-        """`accelerate`: let GNU grep search big chunks for triggers where it is installed (same findings)."""
+        """`accelerate`: GNU grep searches big chunks for triggers; `use_shapes`: see shapes.py (same findings)."""
         super().__init__(
             rules,
             context_before=context_before,
             context_after=context_after,
             max_findings=max_findings,
             max_occurrences=max_occurrences,
+            use_shapes=use_shapes,
         )
         self.max_line = max_line
         self.lines = 0  # complete lines seen
@@ -75,10 +72,12 @@ class Classifier(Collector):
         self._carry: deque[bytes] = deque(maxlen=max(context_before, 1))
         self._block_start = 0  # where the chunk being scanned starts in its block
         self._triggers = TriggerSearch(self.rules.triggers, accelerate=accelerate)
+        self._file: FileSearch | None = None  # one grep over the whole file being fed, where search_file() made one
 
     def feed(self, data: bytes) -> None:
         if not data:
             return
+        base = self.bytes  # where data starts in everything fed (the file a FileSearch reads)
         self.bytes += len(data)
         start = 0  # the data is scanned in place, from `start`: no copy of the chunk
         if self._skip_long:
@@ -98,14 +97,15 @@ class Classifier(Collector):
                     self._skip_long = True
                 return
             if len(data) <= SMALL_CHUNK:
+                base -= len(self._partial)
                 data = self._partial + data  # a pipe's small chunk: one scan, the copy is cheap
             else:
-                self._scan(self._partial + data[: nl + 1])  # the line the last chunk left open
+                self._scan(self._partial + data[: nl + 1], base=base - len(self._partial))  # the line left open
                 start = nl + 1
             self._partial = b""
         cut = data.rfind(b"\n", start) + 1
         if cut > start:
-            self._scan(data, start, cut)
+            self._scan(data, start, cut, base)
         else:
             cut = start
         rest = len(data) - cut
@@ -115,6 +115,18 @@ class Classifier(Collector):
         elif rest:
             self._partial = data[cut:]
 
+    def search_file(self, file: BinaryIO) -> None:
+        """The bytes to be fed are those of `file` from its start: let one GNU grep search all of it (grepfile.py)
+        instead of one per chunk. Same findings; `close_search()` (or close()) ends it."""
+        self.close_search()
+        if self.bytes == 0:
+            self._file = self._triggers.file_search(file)
+
+    def close_search(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
     def feed_line(self, line: bytes | str) -> None:
         if isinstance(line, str):
             line = line.encode("utf-8", "surrogateescape")
@@ -123,6 +135,7 @@ class Classifier(Collector):
     def skip(self, data: bytes) -> None:
         """Count lines that are not build output (lgpatch's own headers in the log): no matching, no context."""
         self.flush()
+        self.close_search()  # the bytes fed no longer follow the file's
         n = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
         self.lines += n
         self._carry.clear()
@@ -140,9 +153,10 @@ class Classifier(Collector):
 
     def close(self) -> list[Finding]:
         self.flush()
+        self.close_search()
         return self.findings()
 
-    def _scan(self, block: bytes, start: int = 0, end: int = -1) -> None:
+    def _scan(self, block: bytes, start: int = 0, end: int = -1, base: int | None = None) -> None:
         """Classify a run of complete lines (block[start:end], ending with b"\\n"), scanned in place.
 
         The candidate lines come from the trigger search (scan.py), in order; a line the raw fast path decides
@@ -153,7 +167,7 @@ class Classifier(Collector):
             end = len(block)
         self._block_start = start
         plain = block.isascii()  # then so is every line: _raw_skipped need not ask
-        cands = self._triggers.lines(block, start, end, plain)
+        cands = self._triggers.lines(block, start, end, plain, self._file, base)
         find = block.find
         raw_skipped = self._raw_skipped
         base = self.lines
@@ -186,108 +200,31 @@ class Classifier(Collector):
         self.lines = base + counted + block.count(b"\n", counted_pos, end)
         self._keep_tail(block, start, end)
 
-    def _keep_tail(self, block: bytes, start: int, end: int) -> None:
-        """Keep the last lines for the before-context of the next chunk's first lines."""
-        k = self._carry.maxlen or 1
-        tail: list[bytes] = []
-        stop = end - 1
-        while len(tail) < k and stop > start:
-            first = block.rfind(b"\n", start, stop) + 1 or start
-            tail.append(block[first:stop])
-            stop = first - 1
-        for line in reversed(tail):
-            self._carry.append(line)
-
-    def _join_pending(self, raw: bytes, text: str | None) -> bool:
-        """Resolve the waiting finding with this line; True if the line was its wrapped continuation.
-
-        A line that starts with a build tool's progress marker ("[12/345] Building ...") is output of its own, never
-        the rest of a wrapped line: the joined readings are not tried (they cost three rule searches a line in a
-        failing build, where every long error line waits for the next one).
-        """
-        head = raw[:256].decode("utf-8", "replace")
-        if _PROGRESS_START.match(head):
-            self._finish_pending(None)
-            return False
-        if text is None:
-            text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
-        return self._finish_pending(text, strip_prefixes(head)[:1].encode())
-
-    def _before(self, block: bytes, s: int, n: int) -> list[str]:
-        out: list[bytes] = []
-        lo = self._block_start
-        end = s - 1
-        while len(out) < n and end >= lo:
-            start = block.rfind(b"\n", lo, end) + 1 or lo
-            out.append(block[start:end])
-            end = start - 1
-        if len(out) < n:
-            need = n - len(out)
-            carry = list(self._carry)
-            out.extend(reversed(carry[-need:]))
-        return [context_text(b) for b in reversed(out)]
-
-    def _line(self, lineno: int, block: bytes, s: int, e: int, hit: int, checked: bool = False) -> bool:
-        """Look at one line; True when it was classified or taken into a block or join (done with it).
-
-        `checked`: the caller already knows the raw fast path does not decide the line.
-        """
-        raw = block[s:e]
-        if self._want > 0:
-            self._want -= 1
-            text = None
-            if self._after_open:
-                ctx = context_text(raw)
-                still = []
-                for f in self._after_open:
-                    f.context_after.append(ctx)
-                    if len(f.context_after) < f._after_wanted:
-                        still.append(f)
-                self._after_open = still
-            if self._block is not None:
-                text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
-                if self._continue_block(raw, text):
-                    return True
-            if self._pending is not None and self._join_pending(raw, text):
-                return True
-        if hit < 0:
-            return False
-        if not checked and self._raw_skipped(raw):
-            return True  # a command echo, include chain or progress line
-        if len(raw) > MATCH_WINDOW:
-            # A long line: the anchored lead rules (command echoes) read its head, the others a window around
-            # its first trigger; memory and time per line stay bounded whatever the line's length.
-            head = normalize(raw[:MATCH_WINDOW].decode("utf-8", "replace"))
-            if self._lead_match(head) is not None:
-                return True
-            rel = hit - s
-            lo = max(0, rel - MATCH_WINDOW // 4)
-            raw = raw[lo : lo + MATCH_WINDOW]
-        text = normalize(raw.decode("utf-8", "replace"))
-        if text:
-            self._classify(lineno, text, block, s)
-        return True
-
 
 # --------------------------------------------------------------------------------------------- conveniences
-
-
-def classify_stream(stream: BinaryIO, classifier: Classifier | None = None, chunk: int = CHUNK) -> Classifier:
-    """Classify a whole stream; the classifier is closed."""
+def classify_stream(stream: BinaryIO, classifier: Classifier | None = None, chunk: int = CHUNK,
+                    file: BinaryIO | None = None) -> Classifier:
+    """Classify a whole stream; the classifier is closed. `file`: the regular file the stream reads from its start
+    (one GNU grep then searches it all: Classifier.search_file)."""
     c = classifier or Classifier()
+    if file is not None:
+        c.search_file(file)
     read = stream.read
-    while True:
-        data = read(chunk)
-        if not data:
-            break
-        c.feed(data)
-    c.close()
+    try:
+        while True:
+            data = read(chunk)
+            if not data:
+                break
+            c.feed(data)
+        c.close()
+    finally:
+        c.close_search()
     return c
 
 
 def classify_file(path: str | Path, **kwargs: Any) -> Classifier:
     with open(path, "rb") as fh:
-        return classify_stream(fh, Classifier(**kwargs))
+        return classify_stream(fh, Classifier(**kwargs), file=fh)
 
 
 def classify_bytes(data: bytes, **kwargs: Any) -> list[Finding]:

@@ -15,8 +15,9 @@ from typing import Any
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
 from legacy_gpu_patch.classify.findings import Finding, Occurrence, rank_key
 from legacy_gpu_patch.classify.match import Matcher
-from legacy_gpu_patch.classify.normalize import _PY_EXC_RE, LOCAL_MARK, location, strip_prefixes
+from legacy_gpu_patch.classify.normalize import _PY_EXC_RE, LOCAL_MARK, context_text, location, strip_prefixes
 from legacy_gpu_patch.classify.rules import Rule, RuleSet
+from legacy_gpu_patch.classify.shapes import RuleMatch
 
 __all__ = ["Collector"]
 
@@ -29,7 +30,7 @@ class _Block:
     rule: Rule
     lineno: int
     header: str
-    before: list[str]
+    before: list[bytes]
     lines: list[str] = field(default_factory=list)
 
 
@@ -40,8 +41,8 @@ class _Pending:
     rule: Rule
     lineno: int
     text: str
-    before: list[str]
-    match: re.Match[str]
+    before: list[bytes]
+    match: RuleMatch
 
 
 _NEW_MESSAGE_RE = re.compile(
@@ -57,7 +58,7 @@ _NVCC_CONTINUED = re.compile(r"(?:argument types are|object type is):")
 _MARKER_RE = re.compile(r"\b(?:error|warning|fatal|note)\b[ \t]*:|[a-z](?:Error|Exception|Warning):")
 
 
-def _starts_before(m: re.Match[str], seam: int) -> bool:
+def _starts_before(m: RuleMatch, seam: int) -> bool:
     """Whether a reading of a joined line begins before `seam`: the match itself (one that does not merely start
     with a look-ahead at column 0), or its key (the name it is about)."""
     if 0 < m.start() < seam:
@@ -77,8 +78,9 @@ class Collector(Matcher):
         context_after: int = 3,
         max_findings: int = 500,
         max_occurrences: int = 50,
+        use_shapes: bool = True,
     ) -> None:
-        super().__init__(rules)
+        super().__init__(rules, use_shapes=use_shapes)
         self.context_before = context_before
         self.context_after = context_after
         self.max_findings = max_findings
@@ -94,8 +96,8 @@ class Collector(Matcher):
         self._pending: _Pending | None = None
         self.on_finding: Any = None  # callback(finding, new: bool) for live displays
 
-    def _before(self, block: bytes, s: int, n: int) -> list[str]:
-        """The n lines before block[s:] (the feeding side knows them)."""
+    def _before(self, block: bytes, s: int, n: int) -> list[bytes]:
+        """The n lines before block[s:], raw (the feeding side knows them; decoded only for a finding kept)."""
         return []
 
     def _classify(self, lineno: int, text: str, block: bytes | None, s: int) -> None:
@@ -195,34 +197,41 @@ class Collector(Matcher):
     def _record(
         self,
         rule: Rule,
-        m: re.Match[str],
+        m: RuleMatch,
         lineno: int,
         text: str,
-        before: list[str],
+        before: list[bytes],
         after: list[str] | None = None,
     ) -> None:
-        """Count one occurrence: of a finding already known (same rule and key), or of a new one."""
-        file, line, loc_end = location(text, before)
+        """Count one occurrence: of a finding already known (same rule and key), or of a new one.
+
+        What only a kept occurrence needs (its location, the decoded context) is worked out only for one: a failing
+        build's error beyond the caps costs its key and its count.
+        """
+        where: tuple[str | None, int | None, int] | None = None
         key = next((k for k in (m.group(g) for g in rule.key_groups) if k), None)
         if not key:
-            key = text[loc_end:].strip().lower()[:200]
+            where = location(text, _decoded(before))
+            key = text[where[2] :].strip().lower()[:200]
         if rule.severity == "error":
             self.errors += 1
         else:
             self.warnings += 1
-        occ = Occurrence(lineno, file, line, self.phase)
         found = self._findings.get((rule.id, key))
         if found is not None:
             found.count += 1
             if len(found.occurrences) < self.max_occurrences:
-                found.occurrences.append(occ)
+                file, line, _ = where or location(text, _decoded(before))
+                found.occurrences.append(Occurrence(lineno, file, line, self.phase))
             if self.on_finding:
                 self.on_finding(found, False)
             return
         if len(self._findings) >= self.max_findings:
             self.dropped += 1
             return
-        finding = _new_finding(rule, text, key, occ, before)
+        context = _decoded(before)
+        file, line, _ = where or location(text, context)
+        finding = _new_finding(rule, text, key, Occurrence(lineno, file, line, self.phase), context)
         if after is not None:
             finding.context_after = after[: self.context_after]
         elif self.context_after:
@@ -239,6 +248,10 @@ class Collector(Matcher):
 
     def has_errors(self) -> bool:
         return any(f.is_error for f in self._findings.values())
+
+
+def _decoded(before: list[bytes]) -> list[str]:
+    return [context_text(b) for b in before]
 
 
 def _new_finding(rule: Rule, text: str, key: str, occ: Occurrence, before: list[str]) -> Finding:

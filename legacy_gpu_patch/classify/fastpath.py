@@ -3,20 +3,17 @@
 - Lead exceptions tested on the raw bytes of a plain line (ASCII, no colours, no \\r; CI prefixes stripped as
   normalize() strips them): the compiler command echoes, include chains, progress, CMake status and test lines that
   make up most trigger-holding lines of a build log, decided undecoded (see Matcher._raw_skipped).
-- Anchored lead patterns run with match(), not search(); runs of lead exceptions without prefilter as one regex.
+- Anchored lead patterns run with match(), not search(); runs of lead exceptions without prefilter as one regex
+  (the lead plan: prepare.py).
 """
 
 from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import replace
-from functools import lru_cache
-from typing import Any, Optional
+from typing import Any
 
 from legacy_gpu_patch.classify.normalize import RAW_PREFIX_RE
-from legacy_gpu_patch.classify.rules import Rule
 
 
 def _regex_internals() -> tuple[Any, Any]:
@@ -36,7 +33,6 @@ _sre_constants, _sre_parse = _regex_internals()
 # which only str patterns count as whitespace).
 MATCH_WINDOW = 2048  # bytes of a long line looked at: its head, or a window around its first trigger
 
-_RAW_SKIP_IDS = ("command-echo", "include-chain", "progress-line", "cmake-status", "test-result-line")
 # normalize() strips a glued progress message only from a text starting with one of these (see normalize)
 _GLUE_FIRST = frozenset(b"BLGCS")
 
@@ -139,81 +135,6 @@ def _anchored(regex: re.Pattern[Any]) -> bool:
         return False
 
     return starts(parsed)
-
-
-_Step = tuple[Rule, Optional[list[tuple[int, Rule]]], Callable[[str], Optional["re.Match[str]"]]]
-
-
-def _lead_steps(lead: Sequence[Rule]) -> list[_Step]:
-    """The lead rules in order, runs of two or more exceptions without prefilter merged into one regex.
-
-    A merged step is (a stand-in Rule holding the merged regex, [(group of each member, member)], its matcher); the
-    others are (rule, None, matcher). Each member's pattern is wrapped in a group of its own, numbered after the
-    groups before it. The matcher is the regex's match() where the pattern is anchored (see _anchored), else search().
-    """
-    steps: list[_Step] = []
-    run: list[Rule] = []
-
-    def close_run() -> None:
-        if len(run) < 2:
-            steps.extend((r, None, _matcher(r.regex)) for r in run)
-        else:
-            parts, members, idx = [], [], 1
-            for r in run:
-                flags = "" if r.regex.flags & re.IGNORECASE == 0 else "(?i:"
-                body = r.regex.pattern
-                parts.append(f"({flags}{body}{')' if flags else ''})")
-                members.append((idx, r))
-                idx += 1 + r.regex.groups
-            try:
-                merged = re.compile("|".join(parts))
-            except re.error:  # duplicate group names across members: keep them apart
-                steps.extend((r, None, _matcher(r.regex)) for r in run)
-            else:
-                steps.append((replace(run[0], regex=merged), members, _matcher(merged)))
-        run.clear()
-
-    for rule in lead:
-        if rule.exception and not rule.prefilter:
-            run.append(rule)
-        else:
-            close_run()
-            steps.append((rule, None, _matcher(rule.regex)))
-    close_run()
-    return steps
-
-
-def _matcher(regex: re.Pattern[str]) -> Callable[[str], re.Match[str] | None]:
-    return regex.match if _anchored(regex) else regex.search
-
-
-@lru_cache(maxsize=8)
-def _lead_machinery(lead: tuple[Rule, ...]) -> tuple[re.Pattern[bytes] | None, list[_Step]]:
-    """The raw fast-path regex and the lead steps of a rule set, built once (a Classifier is cheap to make)."""
-    return _raw_skip_regex(lead), _lead_steps(lead)
-
-
-def _raw_skip_regex(lead: Sequence[Rule]) -> re.Pattern[bytes] | None:
-    """One bytes regex for the raw fast path, or None where the rules do not allow it.
-
-    Only exceptions preceded by exceptions alone qualify: whatever lead rule reads such a line first, it is not a
-    finding.
-    """
-    parts = []
-    for rule in lead:
-        if not rule.exception:
-            break
-        if rule.id not in _RAW_SKIP_IDS:
-            continue
-        src = rule.regex.pattern
-        if not src.startswith("^") or not src.isascii():
-            continue
-        group = b"(?i:" if rule.regex.flags & re.IGNORECASE else b"(?:"
-        parts.append(group + src[1:].encode() + b")")
-    if not parts:
-        return None
-    # the indentation once, before the alternation: its branches then start with a literal that sre tests first
-    return re.compile(b"[ \t]*(?:" + b"|".join(parts) + b")")
 
 
 MIN_FACTOR = 3  # shorter necessary strings select too many lines to be worth a test

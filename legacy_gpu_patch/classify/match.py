@@ -12,76 +12,17 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from legacy_gpu_patch.classify.fastpath import (
-    _GLUE_FIRST,
-    _MAY_BE_PREFIXED,
-    MATCH_WINDOW,
-    _lead_machinery,
-    _strip_raw_prefixes,
-    necessary_factors,
-)
-from legacy_gpu_patch.classify.keygate import key_gate
+from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MATCH_WINDOW, _strip_raw_prefixes
+from legacy_gpu_patch.classify.prepare import LiteralIndex, compile_gate, lead_machinery, prepared
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
+from legacy_gpu_patch.classify.shapes import MAX_SHAPES, RAW_TO_ZERO, RuleMatch, ShapeCache
 
 __all__ = ["Hit", "LiteralIndex", "Matcher"]
 
-Hit = tuple[Rule, "re.Match[str]"]
+Hit = tuple[Rule, RuleMatch]
 
-GRAM = 3
-# Letters by how common they are in build logs, commonest first: a literal is indexed by its gram of the rarest ones.
-_COMMON = "etaoinsrcdlup/_-.:mh1f20 gbC"
-
-
-def _rarity(gram: str) -> int:
-    return sum(_COMMON.find(ch) if ch in _COMMON else len(_COMMON) + 1 for ch in gram)
-
-
-class LiteralIndex:
-    """Which rules (after the lead ones) a lowercased line may match, by the prefilter literals it holds.
-
-    Testing each of ~300 literals with `in` costs ~100 us a line, which an error-dense log pays on every line. Each
-    literal is indexed by one of its 3-character grams (its rarest); a line's grams select the few literals worth an
-    `in`. Exact: a literal in the line has its gram in the line.
-    """
-
-    __slots__ = ("always", "by_gram", "gated", "grams", "short")
-
-    def __init__(self, rules: RuleSet) -> None:
-        self.always = tuple(sorted(rules.always))
-        self.gated = dict(zip(rules.literals, rules.literal_rules))
-        self.by_gram: dict[str, list[str]] = {}
-        self.short: list[str] = []
-        for lit in rules.literals:
-            if len(lit) < GRAM:
-                self.short.append(lit)
-                continue
-            gram = max((lit[i : i + GRAM] for i in range(len(lit) - GRAM + 1)), key=_rarity)
-            self.by_gram.setdefault(gram, []).append(lit)
-        # a set, so that a line's grams & it walks the line's ~70 grams, not the index's hundreds of keys
-        self.grams = frozenset(self.by_gram)
-
-    def rules_for(self, low: str) -> list[int]:
-        """Indices (priority order) of the rules whose prefilter literals occur in `low` (or that have none)."""
-        idx = set(self.always)
-        gated = self.gated
-        grams = {low[i : i + GRAM] for i in range(len(low) - GRAM + 1)}
-        for gram in grams & self.grams:
-            for lit in self.by_gram[gram]:
-                if lit in low:
-                    idx.update(gated[lit])
-        for lit in self.short:
-            if lit in low:
-                idx.update(gated[lit])
-        return sorted(idx)
-
-
+SHAPES_AFTER = 64  # lines matched the plain way before the shape cache starts (a log with a few error lines)
 _UNKNOWN: Any = object()  # not read yet (a rule whose pattern gives no strings has None)
-
-
-@lru_cache(maxsize=8)
-def _rule_factors(rules: RuleSet) -> list[Any]:
-    """Per rule, its necessary strings (fastpath.necessary_factors), filled in as rules are tried."""
-    return [_UNKNOWN] * len(rules.rules)
 
 
 def _holds_all(need: tuple[frozenset[str], ...], low: str, holds: dict[frozenset[str], bool]) -> bool:
@@ -102,28 +43,52 @@ def _holds_all(need: tuple[frozenset[str], ...], low: str, holds: dict[frozenset
 
 @lru_cache(maxsize=8)
 def _rule_gates(rules: RuleSet) -> list[Any]:
-    """Per rule, its key gate (keygate.key_gate), filled in as rules are tried."""
+    """Per rule, its key gate (keygate.py), compiled when the rule is first tried (shared by a rule set's
+    matchers)."""
     return [_UNKNOWN] * len(rules.rules)
 
 
 class Matcher:
     """The rule set of a classifier, with its fast paths."""
 
-    def __init__(self, rules: RuleSet | None = None) -> None:
+    def __init__(self, rules: RuleSet | None = None, use_shapes: bool = True) -> None:
+        """`use_shapes`: cache rule decisions per message shape (same results; False for the plain path)."""
         self.rules = rules or load_rules()
         self._rules = self.rules.rules
         self._lead = self.rules.lead
         self._literals = self.rules.literals
         self._literal_rules = self.rules.literal_rules
         self._always = self.rules.always
-        self._raw_skip, self._lead_steps = _lead_machinery(self._rules[: self._lead])
-        self._index = LiteralIndex(self.rules)
+        prep = prepared(self.rules)
+        self._raw_skip, self._lead_steps = lead_machinery(self.rules)
+        self._index = prep.index
         # per rule, strings one of which each match holds (ASCII lines only: lower() is per character there)
-        self._factors = _rule_factors(self.rules)
-        self._no_factors: list[Any] = [None] * len(self._rules)
+        self._factors = prep.factors
+        self._no_factors: tuple[Any, ...] = (None,) * len(self._rules)
+        self._gate_sources = prep.gates
         self._gates = _rule_gates(self.rules)
+        self._aware = dict(prep.aware)
+        self._matched = 0  # lines matched the plain way; past SHAPES_AFTER, by shape
+        self._use_shapes = use_shapes
+        self._shapes: ShapeCache | None = None
+        # the raw fast path's decision per raw line shape (digits written 0), where it cannot tell digits apart
+        self._raw_shapes: dict[bytes, bool] | None = {} if use_shapes and prep.raw_blind else None
 
     def _raw_skipped(self, raw: bytes, ascii: bool = False) -> bool:
+        """Whether a plain line is decided on its raw bytes (_raw_decided), once per line shape where allowed."""
+        shapes = self._raw_shapes
+        if shapes is None:
+            return self._raw_decided(raw, ascii)
+        key = raw.translate(RAW_TO_ZERO)
+        found = shapes.get(key)
+        if found is None:
+            found = self._raw_decided(raw, ascii)
+            if len(shapes) >= MAX_SHAPES:
+                shapes.clear()
+            shapes[key] = found
+        return found
+
+    def _raw_decided(self, raw: bytes, ascii: bool = False) -> bool:
         """Whether a plain line is decided on its raw bytes: a command echo, include chain or progress line.
 
         The raw regex (see _raw_skip_regex) reads the line as normalize() would leave it only when the line is
@@ -145,7 +110,7 @@ class Matcher:
         text = raw.decode("latin-1")
         if "\x1b" in text or "\r" in text or "\x1c" in text or "\x1d" in text or "\x1e" in text or "\x1f" in text:
             return False
-        # _LOCAL_RE rewrites a word only before a colon: most command echoes have none
+        # normalize._local_re() rewrites a word only before a colon: most command echoes have none
         if ":" in text and ("ehler" in text or "rreur" in text or "rrore" in text):
             return False
         body = head.lstrip()
@@ -158,56 +123,100 @@ class Matcher:
 
         The rules of the lead files (anchored exceptions: command echoes, progress lines, warnings) are tried
         first, one by one; then the prefilter literals present in the line select the rules worth a regex among
-        the rest, in priority order.
+        the rest, in priority order. After SHAPES_AFTER lines, the decision is cached per message shape
+        (shapes.py): the same result, for a few regex searches a line where an error-dense log needs dozens.
         """
-        hit = self._lead_match(text)
-        if hit is not None:
-            return hit
+        shapes = self._shapes
+        if shapes is not None:
+            return shapes.match(self, text)
+        self._matched += 1
+        if self._matched >= SHAPES_AFTER and self._use_shapes:
+            self._shapes = ShapeCache(self._aware)
+        found = self.plain_match(text)
+        return None if found is None else (found[1], found[2])
+
+    def plain_match(self, text: str, skip: frozenset[int] = frozenset()) -> tuple[int, Rule, re.Match[str]] | None:
+        """(unit, rule, match) of the first rule that matches, trying none of the units in `skip`.
+
+        Units number the rules as they are tried: the lead steps (prepare.lead_machinery), then rules[lead:].
+        """
+        lead = self._lead_first(text, skip)
+        if lead is not None:
+            return lead
+        steps = self._lead_steps
         rules = self._rules
         low = text.lower()
         factors = self._factors if text.isascii() else self._no_factors
         gates = self._gates
+        first = len(steps) - self._lead
         # whether the line holds a string of a set, per set: the identifier rules share their sets (the "is
         # undefined" phrases of every compiler), so each set is tested once a line, not once per rule
         holds: dict[frozenset[str], bool] = {}
         for i in self._index.rules_for(low):
+            if skip and first + i in skip:
+                continue
             need = factors[i]
-            if need is _UNKNOWN:  # read from the pattern when the rule is first tried: start-up stays cheap
-                need = factors[i] = necessary_factors(rules[i].regex)
             if need is not None and not _holds_all(need, low, holds):
                 continue  # a set of strings every match holds one of, none here: the regex cannot match
             gate = gates[i]
-            if gate is _UNKNOWN:
-                gate = gates[i] = key_gate(rules[i].regex)
+            if gate is _UNKNOWN:  # compiled when the rule is first tried: start-up stays cheap
+                gate = gates[i] = compile_gate(self._gate_sources[i])
             if gate is not None and gate.search(text) is None:
                 continue  # no match of its key groups: the rule cannot match (keygate.py)
             m = rules[i].regex.search(text)
             if m:
-                return rules[i], m
+                return first + i, rules[i], m
         return None
 
+    def unit_match(self, unit: int, text: str, low: str) -> Hit | None:
+        """Whether one unit of plain_match() matches `text` (`low`: text.lower()), as plain_match() tries it."""
+        steps = self._lead_steps
+        if unit < len(steps):
+            rule, group, find = steps[unit]
+            return self._step_match(rule, group, find, text, low)
+        rule = self._rules[unit - len(steps) + self._lead]
+        if rule.prefilter and not any(lit in low for lit in rule.prefilter):
+            return None  # the literal index would not have selected it
+        m = rule.regex.search(text)
+        return (rule, m) if m else None
+
+    @staticmethod
+    def _step_match(
+        rule: Rule, group: Any, find: Any, text: str, low: str | None
+    ) -> tuple[Rule, re.Match[str]] | None:
+        if group is not None:
+            # consecutive exceptions without prefilter, as one regex: which one matched does not matter
+            gm = find(text)
+            if gm:
+                for idx, member in group:
+                    if gm.start(idx) >= 0:
+                        return member, gm
+            return None
+        if rule.prefilter:
+            if low is None:
+                low = text.lower()
+            for lit in rule.prefilter:
+                if lit in low:
+                    break
+            else:
+                return None
+        m = find(text)
+        return (rule, m) if m else None
+
     def _lead_match(self, text: str) -> Hit | None:
+        found = self._lead_first(text, frozenset())
+        return None if found is None else (found[1], found[2])
+
+    def _lead_first(self, text: str, skip: frozenset[int]) -> tuple[int, Rule, re.Match[str]] | None:
         low = None
-        for rule, group, find in self._lead_steps:
-            if group is not None:
-                # consecutive exceptions without prefilter, as one regex: which one matched does not matter
-                gm = find(text)
-                if gm:
-                    for idx, member in group:
-                        if gm.start(idx) >= 0:
-                            return member, gm
+        for j, (rule, group, find) in enumerate(self._lead_steps):
+            if j in skip:
                 continue
-            if rule.prefilter:
-                if low is None:
-                    low = text.lower()
-                for lit in rule.prefilter:
-                    if lit in low:
-                        break
-                else:
-                    continue
-            m = find(text)
-            if m:
-                return rule, m
+            if group is None and rule.prefilter and low is None:
+                low = text.lower()
+            hit = self._step_match(rule, group, find, text, low)
+            if hit is not None:
+                return j, hit[0], hit[1]
         return None
 
     def _match_excluding(self, text: str, header: Rule) -> Hit | None:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
-
-from legacy_gpu_patch.config.yamlio import load_file
 
 __all__ = ["CONTEXT_CHARS", "LOCAL_MARK", "context_text", "location", "normalize", "strip_prefixes"]
 
@@ -79,19 +78,32 @@ _SPACED_QUOTE_RE = re.compile("\u00ab[ \u00a0\u202f]*([^\u00bb\n]*?)[ \u00a0\u20
 _LOCAL_FILE = Path(__file__).with_name("localized.yaml")
 
 
-def _local_table() -> dict[str, str]:
+def _read_local_table() -> dict[str, str]:
     """Each localized severity word (lowercased) -> the English one."""
-    data = load_file(_LOCAL_FILE, _LOCAL_FILE.name)
+    from legacy_gpu_patch.classify.rulesyaml import load_shipped
+
+    data = load_shipped(_LOCAL_FILE, _LOCAL_FILE.name)
     return {w.lower(): en for en, words in data["severity"].items() for w in words}
 
 
-_LOCAL_WORDS = _local_table()
-_LOCAL_RE = re.compile(
-    r"(?:(?<=^)|(?<=[\s:)\]]))("
-    + "|".join(re.escape(w) for w in sorted(_LOCAL_WORDS, key=len, reverse=True))
-    + r")(?=[ \t]*(?:[A-Z]{1,3}\d{3,5}[ \t]*)?[:：])",
-    re.IGNORECASE,
-)
+@lru_cache(maxsize=1)
+def _local_words() -> dict[str, str]:
+    """The table, from the cache where it was read before (no YAML reader to start: rulecache.py)."""
+    from legacy_gpu_patch.classify.rulecache import cached, code_files
+
+    return cached("localized", [_LOCAL_FILE, *code_files()], _read_local_table)
+
+
+@lru_cache(maxsize=1)
+def _local_re() -> re.Pattern[str]:
+    """The localized severity words before a colon; made when a line may hold one (non-ASCII, or `ehler`,
+    `rreur`, `rrore`): an English log never pays for it."""
+    return re.compile(
+        r"(?:(?<=^)|(?<=[\s:)\]]))("
+        + "|".join(re.escape(w) for w in sorted(_local_words(), key=len, reverse=True))
+        + r")(?=[ \t]*(?:[A-Z]{1,3}\d{3,5}[ \t]*)?[:：])",
+        re.IGNORECASE,
+    )
 
 
 # A localized line gets a zero-width space at its end: rules see the English severity word, and identifier rules
@@ -101,7 +113,7 @@ LOCAL_MARK = "\u200b"
 
 def _local_sub(m: re.Match[str]) -> str:
     word = m.group(1)
-    return _LOCAL_WORDS.get(word.lower(), word)
+    return _local_words().get(word.lower(), word)
 
 
 def strip_prefixes(text: str) -> str:
@@ -128,12 +140,12 @@ def normalize(text: str) -> str:
         if "\u00ab" in text:
             text = _SPACED_QUOTE_RE.sub(r"'\1'", text)
         text = text.translate(_QUOTES)
-        localized = _LOCAL_RE.sub(_local_sub, text)
+        localized = _local_re().sub(_local_sub, text)
         # a localized severity word, or letters beyond the quotes ("error" is also Spanish): not English
         text = localized + LOCAL_MARK if localized != text or not localized.isascii() else localized
     elif "ehler" in text or "rreur" in text or "rrore" in text:
         # ASCII-only localized lines (MSVC: "Fehler C2065: ...")
-        localized = _LOCAL_RE.sub(_local_sub, text)
+        localized = _local_re().sub(_local_sub, text)
         if localized != text:
             text = localized + LOCAL_MARK
     if "`" in text:

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from dataclasses import dataclass, replace
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from legacy_gpu_patch.classify.rules_schema import CATEGORIES, RULES_FILE_SCHEMA
-from legacy_gpu_patch.classify.rulesyaml import load_shipped
+from legacy_gpu_patch.classify.categories import CATEGORIES
 from legacy_gpu_patch.config.resources import rules_dir
-from legacy_gpu_patch.config.schema import Ctx, did_you_mean
-from legacy_gpu_patch.config.yamlio import LineDict, load_file
 from legacy_gpu_patch.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from legacy_gpu_patch.classify.rulesyaml import Parsed
+    from legacy_gpu_patch.config.schema import Ctx
+
+# The YAML reader and the schema validators (rules_schema, config.schema, config.yamlio: PyYAML) are imported where
+# rule files are read: the shipped rule set usually comes from its cache (rulecache.py), and then they are not.
 
 __all__ = ["CATEGORIES", "BlockSpec", "Rule", "RuleSet", "distinct_triggers", "load_rules", "rule_files"]
 
@@ -34,10 +38,13 @@ class BlockSpec:
 
 @dataclass(frozen=True)
 class Rule:
+    """One rule; its regex is compiled when first used (a run reaches a few dozen of ~150 rules: start-up)."""
+
     id: str
     category: str
     severity: str
-    regex: re.Pattern[str]
+    pattern: str  # macros expanded
+    flags: int
     prefilter: tuple[str, ...]
     explanation: str
     fix: str
@@ -49,8 +56,16 @@ class Rule:
     examples: tuple[str, ...]
     not_examples: tuple[str, ...]
     source: str  # file:line where the rule is defined
-    key_groups: tuple[str, ...]
     priority: int = 0  # position in the rule order (lower wins)
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, self.flags)
+
+    @cached_property
+    def key_groups(self) -> tuple[str, ...]:
+        """The names of the groups that key a finding (`key`, `key2`, ...), in pattern order."""
+        return tuple(name for name in self.regex.groupindex if name.startswith("key"))
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,7 @@ class RuleSet:
     literal_rules: tuple[tuple[int, ...], ...]  # literals[i] gates these rule indices
     always: frozenset[int]  # rules[lead:] without a prefilter
     files: tuple[str, ...]
+    shipped: bool = False  # the package's own rule files (what prepare.py reads of them is cached with them)
 
     def by_id(self, rule_id: str) -> Rule:
         for rule in self.rules:
@@ -78,21 +94,14 @@ def _expand(pattern: str, macros: dict[str, str], ctx: Ctx, depth: int = 0) -> s
         raise ctx.error("macros nest too deeply (a macro refers to itself?)")
 
     def sub(m: re.Match[str]) -> str:
+        from legacy_gpu_patch.config.schema import did_you_mean
+
         name = m.group(1)
         if name not in macros:
             raise ctx.error(f"unknown macro {{{name}}}{did_you_mean(name, macros)}; known: {', '.join(macros)}")
         return "(?:" + _expand(macros[name], macros, ctx, depth + 1) + ")"
 
     return _MACRO_RE.sub(sub, pattern)
-
-
-def _lines_of(raw: Any, key: str) -> list[int]:
-    value = raw.get(key) if isinstance(raw, dict) else None
-    return list(getattr(value, "item_lines", []))
-
-
-def _key_line(raw: Any, key: str, default: int) -> int:
-    return raw.key_lines.get(key, default) if isinstance(raw, LineDict) else default
 
 
 def rule_files(directory: Path | None = None) -> list[Path]:
@@ -109,64 +118,34 @@ def load_rules(files: Sequence[Path] | None = None) -> RuleSet:
 
 @lru_cache(maxsize=1)
 def _default_rules() -> RuleSet:
-    return _load(tuple(rule_files()), shipped=True)
+    from legacy_gpu_patch.classify.rulecache import cached, code_files
+
+    files = tuple(rule_files())
+    return cached("rules", [*files, *code_files()], lambda: _load(files, shipped=True))
 
 
-@dataclass
-class _Parsed:
-    """What the rule files declare, before the rules are compiled."""
+def _compile_all(parsed: Parsed, shipped: bool) -> tuple[list[Rule], int]:
+    """The rules in priority order, and how many of them come from lead files. The regexes of the shipped rules,
+    which the tests compile, are compiled when first used; those of other files now (errors name file:line)."""
+    from legacy_gpu_patch.classify.rulesyaml import key_line, lines_of
+    from legacy_gpu_patch.config.schema import Ctx
 
-    files: list[tuple[str, Any, dict[str, Any]]] = field(default_factory=list)  # (shown name, raw, validated)
-    macros: dict[str, str] = field(default_factory=dict)
-    literal_sets: dict[str, list[str]] = field(default_factory=dict)
-    triggers: list[str] = field(default_factory=list)
-
-
-def _read(files: tuple[Path, ...], shipped: bool = False) -> _Parsed:
-    """Validate each file and gather its macros, literal sets and triggers (errors name file:line: key)."""
-    out = _Parsed()
-    seen_plain: str | None = None
-    for path in files:
-        shown = path.name if path.parent == rules_dir() else str(path)
-        raw = load_shipped(path, shown) if shipped else load_file(path, shown)
-        if raw is None:
-            raw = LineDict()
-        data = RULES_FILE_SCHEMA.validate(raw, Ctx(shown, "", getattr(raw, "line", 0)))
-        if data["lead"] and seen_plain:
-            raise Ctx(shown, "lead", _key_line(raw, "lead", 0)).error(
-                f"a lead file must come before every other rules file ({seen_plain} sorts before it)"
-            )
-        if not data["lead"] and data["rules"]:
-            seen_plain = seen_plain or shown
-        for kind, table in (("macros", out.macros), ("literal_sets", out.literal_sets)):
-            for name, value in data[kind].items():
-                if name in table:
-                    what = "macro" if kind == "macros" else "literal set"
-                    raise Ctx(shown, f"{kind}.{name}", 0).error(f"{what} {name} is defined twice")
-                table[name] = value
-        out.triggers += data["triggers"]
-        out.files.append((shown, raw, data))
-    return out
-
-
-def _compile_all(parsed: _Parsed) -> tuple[list[Rule], int]:
-    """The rules in priority order, and how many of them come from lead files."""
     rules: list[Rule] = []
     lead = 0
     seen: dict[str, str] = {}
     for shown, raw, data in parsed.files:
-        lines = _lines_of(raw, "rules")
+        lines = lines_of(raw, "rules")
         raw_rules = raw.get("rules", []) if isinstance(raw, dict) else []
         for i, r in enumerate(data["rules"]):
             line = lines[i] if i < len(lines) else 0
             raw_rule = raw_rules[i] if i < len(raw_rules) else {}
             ctx = Ctx(shown, f"rules[{i}]", line)
             if r["id"] in seen:
-                raise ctx.child("id", _key_line(raw_rule, "id", line)).error(
+                raise ctx.child("id", key_line(raw_rule, "id", line)).error(
                     f"duplicate rule id {r['id']!r} (first in {seen[r['id']]})"
                 )
             seen[r["id"]] = f"{shown}:{line}"
-            rule = _compile_rule(r, raw_rule, parsed.macros, parsed.literal_sets, ctx)
+            rule = _compile_rule(r, raw_rule, parsed.macros, parsed.literal_sets, ctx, shipped)
             rules.append(replace(rule, priority=len(rules)))
         if data["lead"]:
             lead = len(rules)
@@ -183,10 +162,12 @@ def distinct_triggers(triggers: Sequence[str]) -> tuple[bytes, ...]:
 def _load(files: tuple[Path, ...], shipped: bool = False) -> RuleSet:
     if not files:
         raise ConfigError("no rule files found", hint=f"rules live in {rules_dir()}")
-    parsed = _read(files, shipped)
+    from legacy_gpu_patch.classify.rulesyaml import read_rule_files
+
+    parsed = read_rule_files(files, shipped)
     if not parsed.triggers:
         raise ConfigError("rule files define no triggers: no line would ever be looked at")
-    rules, lead = _compile_all(parsed)
+    rules, lead = _compile_all(parsed, shipped)
     literal_rules: dict[str, list[int]] = {}
     always: set[int] = set()
     for i in range(lead, len(rules)):
@@ -202,6 +183,7 @@ def _load(files: tuple[Path, ...], shipped: bool = False) -> RuleSet:
         literal_rules=tuple(tuple(v) for v in literal_rules.values()),
         always=frozenset(always),
         files=tuple(str(f) for f in files),
+        shipped=shipped,
     )
 
 
@@ -213,25 +195,29 @@ def _compile(pattern: str, flags: int, ctx: Ctx) -> re.Pattern[str]:
 
 
 def _compile_rule(
-    r: dict[str, Any], raw: Any, macros: dict[str, str], literal_sets: dict[str, list[str]], ctx: Ctx
+    r: dict[str, Any], raw: Any, macros: dict[str, str], literal_sets: dict[str, list[str]], ctx: Ctx, lazy: bool
 ) -> Rule:
+    from legacy_gpu_patch.classify.rulesyaml import key_line
+
     def sub(key: str) -> Ctx:
-        return ctx.child(key, _key_line(raw, key, ctx.line))
+        return ctx.child(key, key_line(raw, key, ctx.line))
 
     flags = 0 if r["case_sensitive"] else re.IGNORECASE
-    regex = _compile(_expand(r["pattern"], macros, sub("pattern")), flags, sub("pattern"))
+    pattern = _expand(r["pattern"], macros, sub("pattern"))
+    if not lazy:
+        _compile(pattern, flags, sub("pattern"))
     prefilter = _prefilter(r["prefilter"], literal_sets, sub("prefilter"))
     if not r["exception"] and not r["explanation"].strip():
         raise sub("explanation").error("a rule that reports a finding needs a one-sentence explanation")
     if r["exception"] and (r["patchset"] or r["fix"]):
         raise sub("exception").error("an exception rule reports nothing, so it takes no fix or patchset")
     block = _block_spec(r["block"], sub("block")) if r["block"] is not None else None
-    key_groups = tuple(name for name in regex.groupindex if name.startswith("key"))
     return Rule(
         id=r["id"],
         category=r["category"],
         severity=r["severity"],
-        regex=regex,
+        pattern=pattern,
+        flags=flags,
         prefilter=prefilter,
         explanation=r["explanation"].strip(),
         fix=r["fix"].strip(),
@@ -243,7 +229,6 @@ def _compile_rule(
         examples=tuple(str(e) for e in r["examples"]),
         not_examples=tuple(str(e) for e in r["not_examples"]),
         source=f"{ctx.source}:{ctx.line}",
-        key_groups=key_groups,
     )
 
 
@@ -255,6 +240,8 @@ def _prefilter(items: list[str], literal_sets: dict[str, list[str]], ctx: Ctx) -
         if lit.startswith("$"):
             name = lit[1:]
             if name not in literal_sets:
+                from legacy_gpu_patch.config.schema import did_you_mean
+
                 raise ctx.error(
                     f"unknown literal set {lit}{did_you_mean(name, literal_sets)}; known: {', '.join(literal_sets)}"
                 )

@@ -12,8 +12,10 @@ chunk's start for a line).
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import IO
 
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
+from legacy_gpu_patch.classify.grepfile import FileSearch
 from legacy_gpu_patch.classify.grepscan import GREP_MIN, GrepSearch, gnu_grep
 
 __all__ = ["TriggerSearch"]
@@ -183,15 +185,28 @@ class TriggerSearch:
                     found.append(finder)
         return found
 
-    def lines(self, block: bytes, start: int, end: int, ascii: bool) -> list[tuple[int, int]]:
+    def file_search(self, file: IO[bytes]) -> FileSearch | None:
+        """One GNU grep over all of `file` (a regular file, read from its start), where the accelerator is on."""
+        grep = self._accelerator()
+        return FileSearch.start(grep.argv, file, GREP_MIN) if grep is not None else None
+
+    def lines(self, block: bytes, start: int, end: int, ascii: bool, file: FileSearch | None = None,
+              base: int | None = None) -> list[tuple[int, int]]:
         """(line start, position of a trigger in it) of every line of block[start:end] holding a trigger, in order.
 
-        block[start:end] is whole lines. The position is that of the line's first trigger in a line longer than
-        MATCH_WINDOW (the window read around it); in a shorter line it may be any position in the line (only
-        the line's end is looked for from it), so GNU grep's line starts serve there as they are.
+        block[start:end] is whole lines; with `file`, block[0] is byte `base` of the file it searches (grepfile.py).
+        The position is that of the line's first trigger in a line longer than MATCH_WINDOW (the window read around
+        it); in a shorter line it may be any position in the line (only the line's end is looked for from it), so
+        GNU grep's line starts serve there as they are.
         """
-        grep = self._accelerator() if end - start >= GREP_MIN else None
-        found = grep.line_starts(block, start, end) if grep is not None else None
+        found = None
+        if file is not None and base is not None:  # block[0] is byte `base` of the file grep searches
+            found = file.line_starts(base + start, base + end)
+            if found is not None:
+                found = [(s - base, length) for s, length in found]
+        if found is None:
+            grep = self._accelerator() if end - start >= GREP_MIN else None
+            found = grep.line_starts(block, start, end) if grep is not None else None
         if found is None:
             return self.python_lines(block, start, end, ascii)
         out = []

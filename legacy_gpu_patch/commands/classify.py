@@ -60,7 +60,11 @@ def _open(log: str) -> tuple[BinaryIO, str, BinaryIO | None]:
         if not chunk:
             break
         head += chunk
-    stream = io.BufferedReader(_Prefixed(head, raw))
+    if raw.seekable():  # a regular file: read from its start again, no wrapper (no extra copy of each chunk)
+        raw.seek(0)
+        stream: BinaryIO = raw
+    else:
+        stream = io.BufferedReader(_Prefixed(head, raw))
     if head == GZIP_MAGIC:
         return cast(BinaryIO, gzip.GzipFile(fileobj=stream, mode="rb")), str(path), raw
     return stream, str(path), raw
@@ -97,7 +101,9 @@ def command(log: str, as_json: bool, fmt: str | None, report_dir: Path | None, c
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.monotonic()
     try:
-        c = classify_stream(stream, Classifier(context_before=context, context_after=context))
+        # a plain file (not gzip, not a pipe) is searched for triggers by one grep reading it (grepfile.py)
+        plain_file = opened if opened is not None and not isinstance(stream, gzip.GzipFile) else None
+        c = classify_stream(stream, Classifier(context_before=context, context_after=context), file=plain_file)
     finally:
         if opened is not None:
             opened.close()
@@ -123,7 +129,8 @@ def command(log: str, as_json: bool, fmt: str | None, report_dir: Path | None, c
     if fmt == "text":  # the summary is the result here: stdout
         render_text(report, console.out(), limit=limit)
     else:
-        emit(report, fmt, sys.stdout, console.console())
+        # rich (~40 modules, a tenth of a quick run's start-up) only where a summary is shown: --format github
+        emit(report, fmt, sys.stdout, console.console() if fmt == "github" else None)
     if report_dir is not None:
         write_reports(report, report_dir)
     write_step_summary(report)

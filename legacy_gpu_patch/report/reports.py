@@ -18,7 +18,6 @@ from legacy_gpu_patch.report.github import (
     step_summary_markdown,
     write_step_summary,
 )
-from legacy_gpu_patch.report.junit import to_junit
 from legacy_gpu_patch.report.model import (
     REPORT_SCHEMA_VERSION,
     Artifact,
@@ -35,6 +34,13 @@ __all__ = [
     "category_counts", "emit", "github_annotations", "patchset_hint", "render_text", "step_summary_markdown",
     "to_json", "to_junit", "write_reports", "write_step_summary",
 ]
+
+def to_junit(report: LogReport) -> str:
+    """JUnit XML (report/junit.py, imported here when used: xml.etree is not a start-up cost of --json)."""
+    from legacy_gpu_patch.report.junit import to_junit as render
+
+    return render(report)
+
 
 def to_json(report: LogReport) -> str:
     return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
@@ -55,7 +61,8 @@ def write_reports(report: LogReport, directory: Path) -> dict[str, Path]:
 
 
 def emit(report: LogReport, fmt: str, stdout: Any, console: Any) -> None:
-    """Print the report in one of FORMATS: machine formats to `stdout`, the human summary to `console`."""
+    """Print the report in one of FORMATS: machine formats to `stdout`, the human summary to `console` (read only
+    for text and github: None will do for json and junit, and spares the start-up of rich)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if fmt == "json":

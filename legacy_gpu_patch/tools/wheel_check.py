@@ -9,13 +9,17 @@ machine only.
 
     python -m legacy_gpu_patch.tools.wheel_check --dist dist --expect cupy.core.core cupy.cuda.cublas ...
         [--require-runpath '$ORIGIN/../../nvidia/cu13/lib'] [--forbid-runpath-under DIR ...]
-        [--allow-absolute-runpath]
+        [--allow-absolute-runpath] [--expect-requires nvidia-cublas nvidia-cudnn-cu13 ...]
+
+--expect-requires: a wheel whose libraries load others from pip wheels through $ORIGIN run paths must name those
+wheels in its metadata (Requires-Dist), or pip installs it into an environment where it cannot import.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import zipfile
 from dataclasses import dataclass
@@ -61,6 +65,27 @@ def extensions(wheel: Path) -> list[Extension]:
                 continue
             found.append(Extension(module, member, read_dynamic(zf.read(member))))
     return sorted(found, key=lambda e: e.module)
+
+
+def requirements(wheel: Path) -> list[str] | None:
+    """The Requires-Dist lines of the wheel's METADATA (its *.dist-info/METADATA), as written; None without one."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+        if not names:
+            return None
+        text = zf.read(names[0]).decode("utf-8", "replace")
+    return [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:")]
+
+
+def requirement_name(spec: str) -> str:
+    """nvidia-cublas<14,>=13.0 ; extra == "x" -> nvidia-cublas (PEP 503 normalised)."""
+    name = re.split(r"[\s;<>=!~\[(@]", spec.strip(), maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def missing_requirements(declared: list[str] | None, expected: list[str]) -> list[str]:
+    have = {requirement_name(spec) for spec in declared or ()}
+    return [name for name in expected if requirement_name(name) not in have]
 
 
 def relocatable(entry: str) -> bool:
@@ -110,20 +135,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="no run path entry may point into this folder (repeatable), e.g. the build tree")
     parser.add_argument("--allow-absolute-runpath", action="store_true",
                         help="accept run path entries that are not $ORIGIN-relative (a wheel for this machine only)")
+    parser.add_argument("--expect-requires", nargs="+", default=[], metavar="DIST",
+                        help="distributions the wheel's metadata must require (Requires-Dist), e.g. nvidia-cublas")
     args = parser.parse_args(argv)
     try:
         wheel = Path(args.wheel) if args.wheel else newest_wheel(Path(args.dist))
         exts = extensions(wheel)
+        declared = requirements(wheel)
     except (OSError, zipfile.BadZipFile, ElfError) as exc:
         print(f"wheel_check: {exc}", file=sys.stderr)
         return EXIT_TOOL
     found = problems(exts, args.expect, args.require_runpath, [Path(p) for p in args.forbid_runpath_under],
                      args.allow_absolute_runpath)
+    absent = missing_requirements(declared, args.expect_requires)
+    if absent and declared is None:
+        found.append(f"no *.dist-info/METADATA in {wheel.name}: not a wheel pip can install")
+    elif absent:
+        found.append(f"Requires-Dist lacks {', '.join(absent)} (pip would install a wheel that cannot load them)")
     needed = sorted({n for e in exts for n in e.dynamic.needed})
     print(f"wheel_check: {wheel.name}: {wheel.stat().st_size / 1e6:.1f} MB, {len(exts)} extension modules")
     print(f"  libraries needed: {', '.join(needed) or 'none'}")
     paths = sorted({":".join(e.dynamic.search_path) for e in exts})
     print(f"  run paths: {' | '.join(paths) or 'none'}")
+    if declared is not None:
+        print(f"  requires: {', '.join(declared) or 'nothing'}")
     if found:
         for line in found:
             print(f"wheel_check: {line}", file=sys.stderr)

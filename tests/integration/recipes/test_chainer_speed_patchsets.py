@@ -196,7 +196,154 @@ def test_block_size_and_shared_memory_bounds(tree: Path) -> None:
     """The partial buffer and the shared memory both assume sizeof(reduce type) <= 32 bytes; the kernel's
     final combine loops over at most _LG_MAX_SPLIT partials with a 512-thread block."""
     pxi = (tree / "cupy/core/reduction.pxi").read_text()
-    assert "part = ndarray((32 * split * out_size,), numpy.uint8)" in pxi
+    # Partials for fewer than 2 * slots (split * outputs < slots + outputs, outputs < slots) of 32 bytes each.
+    assert "buffers = (ndarray((32 * 2 * slots,), numpy.uint8), count)" in pxi
     assert pxi.count("shared_mem = 32 * block_size") == 2
     split = split_function(tree)
     assert max(split(1 << 40, 1, 1, 512, n) for n in (1, 132, 1000)) == 1024
+
+
+def old_launch(in_size: int, out_size: int, block_size: int = 512) -> tuple[int, int]:
+    """CuPy 1.24's (grid, block) for a reduction: block_stride from the reduced length rounded up to a power of
+    2, then Function.linear_launch(ceil(out / block_stride) * block_size, block_max_size=block_size)."""
+    clp2_count = 1 << int.bit_length(int(in_size // out_size - 1))
+    block_stride = max(1, block_size // clp2_count)
+    size = (out_size + block_stride - 1) // block_stride * block_size
+    return min(size // block_size + 1, 65536), min(size, block_size)
+
+
+def new_launch(split, in_size: int, out_size: int, sm_count: int = 132, block_size: int = 512) -> tuple[int, int]:
+    """The patched _lg_launch: CuPy 1.24's launch when the split is 1, else out_size * split blocks."""
+    clp2_count = 1 << int.bit_length(int(in_size // out_size - 1))
+    block_stride = max(1, block_size // clp2_count)
+    nsplit = split(in_size, out_size, block_stride, block_size, sm_count)
+    return old_launch(in_size, out_size, block_size) if nsplit == 1 else (out_size * nsplit, block_size)
+
+
+# (what, reduced elements in total, outputs, blocks per output on an H200 after the patch): the bench's
+# reductions and the ones Chainer 1.24 makes inside the ops whose times moved between the two H200 runs.
+LAUNCH_TABLE = [
+    ("sum/max/argmax full 6.4M", 6422528, 1, 528),
+    ("sum axis 0 of 6272x1024", 6422528, 1024, 1),
+    ("sum axis -1 of 6272x1024", 6422528, 6272, 1),
+    ("sum axes (0,2,3) of 8x64x112x112 (= broadcast_to backward, im2col conv bias grad)", 6422528, 64, 9),
+    ("softmax_cross_entropy 4096x1000: (t != ignore).sum()", 4096, 1, 1),
+    ("softmax_cross_entropy 4096x1000: crossent_fwd cuda.reduce", 4096, 1, 1),
+    ("log_softmax without cuDNN: max/sum axis 1 of 4096x1000", 4096000, 4096, 1),
+    ("softmax_cross_entropy train step b32: count", 32, 1, 1),
+    ("sum full 64M", 1 << 26, 1, 528),
+    ("sum axis 0 of 65536x1024", 1 << 26, 1024, 1),
+    ("sum axis -1 of 65536x1024", 1 << 26, 65536, 1),
+    ("sum axes (0,2,3) of 32x64x128x256", 1 << 26, 64, 9),
+    ("softmax_cross_entropy 65536x1000: count", 65536, 1, 16),
+    ("per-row sum, 528 outputs (the slot limit)", 528 * 8192, 528, 1),
+    ("per-row sum, 527 outputs of 8192", 527 * 8192, 527, 2),
+]
+
+
+def test_launch_shapes_old_and_new(tree: Path) -> None:
+    """Shapes that had enough blocks keep CuPy 1.24's launch exactly (and the unsplit branch calls linear_launch
+    with CuPy 1.24's own arguments); only few outputs over a long axis get more blocks."""
+    pxi = (tree / "cupy/core/reduction.pxi").read_text()
+    clp2 = "clp2_count = 1 << int.bit_length(\n            int(in_indexer.size // out_indexer.size - 1))"
+    assert pxi.count(clp2) == 2
+    assert pxi.count("block_stride = max(1, block_size // clp2_count)") == 2
+    assert ("        kern.linear_launch(\n            (out_indexer.size + block_stride - 1) // block_stride *\n"
+            "            block_size, inout_args, shared_mem, block_size, stream)") in pxi
+    split = split_function(tree)
+    lines = []
+    for what, in_size, out_size, want_split in LAUNCH_TABLE:
+        old, new = old_launch(in_size, out_size), new_launch(split, in_size, out_size)
+        lines.append(f"{what}: {old} -> {new}")
+        if want_split == 1:
+            assert new == old, lines[-1]
+        else:
+            assert new == (out_size * want_split, 512), lines[-1]
+    print("\n".join(lines))
+
+
+CONV2D = "chainer/functions/connection/convolution_2d.py"
+
+
+def test_algo_cache_is_gated_to_cudnn_builds_from_cuda_9(lgpatch) -> None:
+    for cuda, cudnn, selected in (("13.0", "true", True), ("9.0", "true", True), ("13.0", "false", False),
+                                  ("8.0", "true", False)):
+        r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--param", f"cudnn={cudnn}",
+                    "--json")
+        assert r.code == 0, r.err
+        steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
+        assert steps["chainer-cudnn-algo-cache/conv2d-algo-cache"] is selected, (cuda, cudnn, steps)
+
+
+def test_algo_cache_applies_to_convolution_2d_only_and_routes_every_query(tree: Path) -> None:
+    log = git(tree, "log", "--format=%H %s")
+    commit = next(line.split()[0] for line in log.splitlines() if "conv2d-algo-cache" in line)
+    assert git(tree, "show", "--name-only", "--format=", commit).split() == [CONV2D]
+    text = (tree / CONV2D).read_text()
+    for query in ("getConvolutionForwardAlgorithm", "getConvolutionBackwardFilterAlgorithm",
+                  "getConvolutionBackwardDataAlgorithm"):
+        # the query is only passed to the cache, never called directly
+        assert text.count(f"libcudnn.{query},") == 1 and f"libcudnn.{query}(" not in text, query
+    for direction in ("'fwd'", "'bwd_filter'", "'bwd_data'"):
+        assert f"({direction}, x.shape, W.shape, self.sy, self.sx" in text
+    assert text.count("x.dtype.str, workspace_size),") == 3
+
+
+def cache_function(tree: Path, device: list[int]) -> tuple[Any, dict]:
+    """_lg_algorithm and its dict from the patched file, run as plain Python; the device id comes from `device`
+    (what cupy.cuda.get_device_id answers on a GPU)."""
+    text = (tree / CONV2D).read_text()
+    body = re.search(r"^_lg_algorithms = \{\}$.*?^    return algo$", text, re.S | re.M)
+    assert body
+    cupy = type("CuPy", (), {"cuda": type("Cuda", (), {"get_device_id": staticmethod(lambda: device[0])})})
+    namespace: dict[str, Any] = {"cuda": type("ChainerCuda", (), {"cupy": cupy})}
+    exec(body.group(0), namespace)
+    return namespace["_lg_algorithm"], namespace
+
+
+def test_algo_cache_asks_once_per_device_and_problem(tree: Path) -> None:
+    device = [0]
+    cached, namespace = cache_function(tree, device)
+    asked: list[tuple] = []
+
+    def query(*args: Any) -> int:
+        asked.append(args)
+        return 100 + len(asked)
+    fwd = ("fwd", (1, 3, 224, 224), (32, 3, 3, 3), 1, 1, 1, 1, "<f4", 8 << 20)
+    assert [cached(fwd, query, "handle", 2) for _ in range(5)] == [101] * 5
+    assert asked == [("handle", 2)]
+    assert cached((*fwd[:-1], 512 << 20), query, "handle", 2) == 102  # another workspace limit: asked again
+    assert cached(("bwd_data", *fwd[1:]), query) == 103
+    device[0] = 1
+    assert cached(fwd, query, "handle", 2) == 104  # another GPU: asked again
+    device[0] = 0
+    assert cached(fwd, query, "handle", 2) == 101 and len(asked) == 4
+    # Bounded: a run over more distinct problems than the limit clears the dict instead of growing it.
+    limit = namespace["_LG_MAX_ALGORITHMS"]
+    for n in range(limit + 10):
+        cached(("fwd", (n,)), query)
+    assert len(namespace["_lg_algorithms"]) <= limit
+
+
+def test_split_buffers_are_made_once_per_device_and_stream_and_reset_by_the_kernel(tree: Path) -> None:
+    """No allocation, memset or sync per split reduction: the partials and counters of a (device, stream) are made
+    and zeroed once, and the last block of each output puts its counter back to zero for the next kernel."""
+    pxi = (tree / "cupy/core/reduction.pxi").read_text()
+    args = re.search(r"^cpdef list _lg_split_args\(.*?(?=^\S)", pxi, re.S | re.M)
+    buffers = re.search(r"^cdef tuple _lg_buffers\(.*?(?=^\S)", pxi, re.S | re.M)
+    assert args and buffers
+    assert "memsetAsync" not in args.group(0) and "ndarray((32" not in args.group(0)
+    assert "_lg_buffers(device_id, 0 if stream is None else stream.ptr)" in args.group(0)
+    body = buffers.group(0)
+    assert "key = (device_id, stream_ptr)" in body and "_lg_split_buffers[key] = buffers" in body
+    assert body.index("memsetAsync(count.data.ptr, 0, 4 * slots") < body.index("deviceSynchronize()")
+    kernel = template(tree)
+    last = kernel[kernel.index("if (_lg_is_last) {"):]
+    assert "if (_tid == 0) _lg_count[_i] = 0u;" in last[:last.index("POST_MAP(_s);")]
+    # The buffers hold the largest split the launch rule allows, for every GPU size.
+    split = split_function(tree)
+    for sm_count in (1, 24, 80, 132, 1000):
+        slots = 4 * sm_count
+        for out_size in range(1, slots):
+            s = split(1 << 40, out_size, 1, 512, sm_count)
+            assert s * out_size < 2 * slots, (sm_count, out_size, s)

@@ -324,7 +324,7 @@ def test_fixture_has_the_seed_shapes() -> None:
 
 
 # skipped: cudnn-tf32-on (tf32 defaults to false), plus the CUDA >= 12/13 steps for 11.1
-@pytest.mark.parametrize("cuda, arch, skipped", [("11.1", "sm_86", 13), ("13.0", "sm_90", 1)])
+@pytest.mark.parametrize("cuda, arch, skipped", [("11.1", "sm_86", 14), ("13.0", "sm_90", 1)])
 def test_apply_strict_then_revert(torch_fixture, tmp_path: Path, lgpatch, cuda: str, arch: str,
                                   skipped: int) -> None:
     up, recipe = torch_fixture

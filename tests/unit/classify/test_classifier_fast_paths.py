@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from legacy_gpu_patch.classify import fastpath, scan
+from legacy_gpu_patch.classify import fastpath, prepare, scan
 from legacy_gpu_patch.classify.classifier import Classifier, classify_stream, load_rules, normalize, strip_prefixes
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
@@ -166,9 +166,8 @@ def test_anchored_patterns(pattern: str, anchored: bool) -> None:
 
 def test_lead_steps_match_as_search_would() -> None:
     c = Classifier()
-    rules = c._rules[: c._lead]
     anchored = c._lead_steps
-    searched = [(r, g, r.regex.search) for r, g, _ in fastpath._lead_steps(rules)]
+    searched = [(r, g, r.regex.search) for r, g, _ in prepare.lead_machinery(c.rules)[1]]
     assert any(f.__name__ == "match" for _, _, f in anchored), "the merged lead run is anchored"
     for line in edge_lines():
         text = normalize(line)

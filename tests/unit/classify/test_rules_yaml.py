@@ -53,3 +53,15 @@ def test_a_broken_file_is_reported_as_yamlio_reports_it(tmp_path: Path, text: st
         yamlio.load_file(path, "x.yaml")
     assert str(fast.value) == str(plain.value)
     assert message in str(fast.value)
+
+
+def test_shipped_rules_compile_when_first_used_and_equal_the_eagerly_compiled_ones() -> None:
+    """The shipped rule set compiles no regex at load (start-up); each compiles, with the same groups and keys, as
+    the rule set loaded the checked way, where an invalid pattern is a load error naming file:line."""
+    files = tuple(rules.rule_files())
+    lazy, eager = rules._load(files, shipped=True), rules._load(files)
+    assert lazy.rules == eager.rules  # same fields: patterns, flags, prefilters, ...
+    assert not any("regex" in vars(r) for r in rules._load(files, shipped=True).rules)  # none compiled yet
+    for a, b in zip(lazy.rules, eager.rules):
+        assert a.regex.pattern == b.regex.pattern and a.regex.groupindex == b.regex.groupindex
+        assert a.key_groups == b.key_groups == tuple(g for g in b.regex.groupindex if g.startswith("key"))

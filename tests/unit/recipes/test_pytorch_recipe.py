@@ -24,7 +24,8 @@ PATCHSETS = ["cudnn8-version-header", "cusparse-spmm", "cudnn8-get-algorithm", "
              "gcc13-includes", "caffe2-api-rename", "cmake4-arch-list", "cuda12-removals",
              "cuda12-nvtx3", "py312-distutils", "cuda13-removals", "cuda13-cxx17",
              "py312-frame-api", "pybind11-py312", "numpy2-descr", "setup-configured-build", "torch-wheel-rpath",
-             "cudnn-tf32", "cudnn-tf32-on", "typeindex-nvcc", "caffe2-cccl3"]
+             "cudnn-tf32", "cudnn-tf32-on", "typeindex-nvcc", "caffe2-cccl3",
+             "torch-wheel-requires"]
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +110,20 @@ def test_configure_turns_off_use_rocm_whose_default_is_not_idempotent(recipe) ->
     # on the H200 (tests/integration/recipes/test_pytorch_reconfigure.py configures the real tree twice)
     configure = next(list(c.argv) for c in recipe.build.commands if c.name == "configure")
     assert "-DUSE_ROCM=OFF" in configure and "-DUSE_CUDA=ON" in configure
+
+
+def test_the_cuda13_wheel_requires_the_library_wheels_it_loads(recipe) -> None:
+    """torch-wheel-requires: what the wheel command declares is what check-wheel-requires expects (CUDA >= 13)."""
+    from legacy_gpu_patch.tools.wheel_check import requirement_name
+
+    commands = {c.name: c for c in recipe.build.commands}
+    declared = commands["wheel"].env["LGPATCH_INSTALL_REQUIRES"].split()
+    expected = commands["check-wheel-requires"].argv[2].split("--expect-requires", 1)[1].split("'")[0].split()
+    assert sorted(requirement_name(d) for d in declared) == sorted(expected)
+    assert "nvidia-cudnn-cu13" in expected and "nvidia-cublas" in expected
+    assert all(("<" in d and ">=" in d) for d in declared)  # a major range each: no unbounded pin
+    assert "torch-wheel-requires/install-requires-env" in _selected(recipe, cuda="13.0", arch="sm_90")
+    assert "torch-wheel-requires/install-requires-env" not in _selected(recipe, cuda="11.1", arch="sm_86")
 
 
 def test_every_patchset_has_readme_mirrors_and_our_own_patches(recipe) -> None:

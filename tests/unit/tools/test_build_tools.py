@@ -278,3 +278,40 @@ def test_wheel_check_refuses_absolute_run_paths(tmp_path: Path, capsys: pytest.C
     assert "run path entry lib is not $ORIGIN-relative" in capsys.readouterr().err
     assert wheel_check.main(["--wheel", str(dist / "bad-1.0-cp311-cp311-linux_x86_64.whl"),
                              "--allow-absolute-runpath"]) == 0
+
+
+def _wheel_with_metadata(path: Path, requires: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["Metadata-Version: 2.1", "Name: torch", "Version: 1.5.0+lgpatch.cu130.sm90",
+             *(f"Requires-Dist: {spec}" for spec in requires)]
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("torch/__init__.py", "")
+        zf.writestr("torch-1.5.0+lgpatch.cu130.sm90.dist-info/METADATA", "\n".join(lines) + "\n\nlong description\n")
+    return path
+
+
+def test_requirement_names_are_normalised_and_stripped_of_specifiers() -> None:
+    assert wheel_check.requirement_name("nvidia-cublas<14,>=13.0") == "nvidia-cublas"
+    assert wheel_check.requirement_name('Nvidia_CuDNN.cu13 >=9 ; extra == "gpu"') == "nvidia-cudnn-cu13"
+    assert wheel_check.requirement_name("future") == "future"
+    assert wheel_check.missing_requirements(["nvidia-cublas<14,>=13.0", "numpy"],
+                                            ["nvidia_cublas", "nvidia-cufft"]) == ["nvidia-cufft"]
+
+
+def test_wheel_check_expect_requires(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A wheel that loads CUDA libraries from pip wheels must require them: the check reads its METADATA."""
+    good = _wheel_with_metadata(tmp_path / "good" / "torch-1.5.0-cp312-cp312-linux_x86_64.whl",
+                                ["future", "nvidia-cublas<14,>=13.0", "nvidia-cudnn-cu13<10,>=9.0", "numpy"])
+    bare = _wheel_with_metadata(tmp_path / "bare" / "torch-1.5.0-cp312-cp312-linux_x86_64.whl", ["future", "numpy"])
+    expect = ["--expect-requires", "nvidia-cublas", "nvidia-cudnn-cu13"]
+    assert wheel_check.main(["--wheel", str(good), *expect]) == 0
+    assert "requires: future, nvidia-cublas<14,>=13.0, nvidia-cudnn-cu13<10,>=9.0, numpy" in capsys.readouterr().out
+    assert wheel_check.main(["--wheel", str(bare), *expect]) == wheel_check.EXIT_BUILD
+    assert "Requires-Dist lacks nvidia-cublas, nvidia-cudnn-cu13" in capsys.readouterr().err
+    assert wheel_check.main(["--wheel", str(bare)]) == 0  # nothing expected: only reported
+    no_metadata = tmp_path / "nometa" / "x-1.0-py3-none-any.whl"
+    no_metadata.parent.mkdir()
+    with zipfile.ZipFile(no_metadata, "w") as zf:
+        zf.writestr("x/__init__.py", "")
+    assert wheel_check.main(["--wheel", str(no_metadata), *expect]) == wheel_check.EXIT_BUILD
+    assert "no *.dist-info/METADATA" in capsys.readouterr().err

@@ -1,0 +1,106 @@
+"""One line of a chunk, as the Classifier reaches it: the lines after a finding (context, blocks, joins), long lines
+read on a window, a candidate line normalized and handed to the rules (Collector._classify)."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+
+from legacy_gpu_patch.classify.collect import Collector
+from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
+from legacy_gpu_patch.classify.normalize import context_text, normalize, strip_prefixes
+
+__all__ = ["LineReader"]
+
+# a progress marker of make/CMake or ninja at the start of a line (after a CI timestamp, if any)
+_PROGRESS_START = re.compile(r"^(?:\S+Z[ \t]|\#\d+[ \t]\d+\.\d+[ \t])?[ \t]*\[(?:[ \t]*\d{1,3}%|\d+/\d+)\][ \t]")
+
+
+class LineReader(Collector):
+    """The per-line half of the Classifier (classifier.py feeds it chunks)."""
+
+    _carry: deque[bytes]  # the last lines of the chunk before (set by the Classifier)
+    _block_start: int  # where the chunk being scanned starts in its block
+
+    def _keep_tail(self, block: bytes, start: int, end: int) -> None:
+        """Keep the last lines for the before-context of the next chunk's first lines."""
+        k = self._carry.maxlen or 1
+        tail: list[bytes] = []
+        stop = end - 1
+        while len(tail) < k and stop > start:
+            first = block.rfind(b"\n", start, stop) + 1 or start
+            tail.append(block[first:stop])
+            stop = first - 1
+        for line in reversed(tail):
+            self._carry.append(line)
+
+    def _join_pending(self, raw: bytes, text: str | None) -> bool:
+        """Resolve the waiting finding with this line; True if the line was its wrapped continuation.
+
+        A line that starts with a build tool's progress marker ("[12/345] Building ...") is output of its own, never
+        the rest of a wrapped line: the joined readings are not tried (they cost three rule searches a line in a
+        failing build, where every long error line waits for the next one).
+        """
+        head = raw[:256].decode("utf-8", "replace")
+        if _PROGRESS_START.match(head):
+            self._finish_pending(None)
+            return False
+        if text is None:
+            text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
+        return self._finish_pending(text, strip_prefixes(head)[:1].encode())
+
+    def _before(self, block: bytes, s: int, n: int) -> list[bytes]:
+        out: list[bytes] = []
+        lo = self._block_start
+        end = s - 1
+        while len(out) < n and end >= lo:
+            start = block.rfind(b"\n", lo, end) + 1 or lo
+            out.append(block[start:end])
+            end = start - 1
+        if len(out) < n:
+            need = n - len(out)
+            carry = list(self._carry)
+            out.extend(reversed(carry[-need:]))
+        out.reverse()
+        return out
+
+    def _line(self, lineno: int, block: bytes, s: int, e: int, hit: int, checked: bool = False) -> bool:
+        """Look at one line; True when it was classified or taken into a block or join (done with it).
+
+        `checked`: the caller already knows the raw fast path does not decide the line.
+        """
+        raw = block[s:e]
+        if self._want > 0:
+            self._want -= 1
+            text = None
+            if self._after_open:
+                ctx = context_text(raw)
+                still = []
+                for f in self._after_open:
+                    f.context_after.append(ctx)
+                    if len(f.context_after) < f._after_wanted:
+                        still.append(f)
+                self._after_open = still
+            if self._block is not None:
+                text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
+                if self._continue_block(raw, text):
+                    return True
+            if self._pending is not None and self._join_pending(raw, text):
+                return True
+        if hit < 0:
+            return False
+        if not checked and self._raw_skipped(raw):
+            return True  # a command echo, include chain or progress line
+        if len(raw) > MATCH_WINDOW:
+            # A long line: the anchored lead rules (command echoes) read its head, the others a window around
+            # its first trigger; memory and time per line stay bounded whatever the line's length.
+            head = normalize(raw[:MATCH_WINDOW].decode("utf-8", "replace"))
+            if self._lead_match(head) is not None:
+                return True
+            rel = hit - s
+            lo = max(0, rel - MATCH_WINDOW // 4)
+            raw = raw[lo : lo + MATCH_WINDOW]
+        text = normalize(raw.decode("utf-8", "replace"))
+        if text:
+            self._classify(lineno, text, block, s)
+        return True

@@ -1,0 +1,216 @@
+"""Message shapes: a failing build's error lines differ mostly in their digits; the rule decision is made once a shape.
+
+A line's *shape* is the line with every ASCII digit 1-9 written as 0 (`x.cpp:12:3: error: 'sym17' ...` and
+`x.cpp:4:51: error: 'sym90' ...` share one). Most rules cannot tell two digits apart: no literal digit in their
+pattern or prefilter, every character class they hold takes all ten digits or none, no back-reference. Such a rule
+(*digit-blind*, see `digit_blind`) matches a line exactly where it matches the line's shape, at the same places.
+So per shape, the rule that decides it is found once, with the spans of its match and of its groups; for a line of
+that shape, the few rules that can tell digits apart (*digit-aware*) and come before it are tried on the line
+itself, and then the line's match is read off the cached spans (a `SpanMatch`: no regex runs; the groups' text is
+the line's own). The result is the one the plain path gives, always: the blind rules before the cached one do not
+match the shape, so not the line either, and a blind rule's match on the line has the spans of its match on the
+shape (tests/unit/classify/test_shapes.py compares both paths on the fixture logs and on generated logs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Union
+
+from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
+
+if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports this module)
+    from legacy_gpu_patch.classify.match import Hit, Matcher
+    from legacy_gpu_patch.classify.rules import Rule
+
+__all__ = ["RuleMatch", "ShapeCache", "SpanMatch", "digit_blind", "literals_blind", "shape_of"]
+
+RAW_TO_ZERO = _TO_ZERO = bytes.maketrans(b"123456789", b"000000000")  # a shape, in bytes.translate() terms
+MAX_SHAPES = 1 << 14  # cache entries; the cache starts again when full (a failing build has a few thousand shapes)
+_END = 1 << 30  # "no digit-blind rule matches this shape": after every rule
+_DIGITS = range(ord("0"), ord("9") + 1)
+
+
+def _category_has_digits(code: Any) -> bool:
+    c = _sre_constants
+    if code in (c.CATEGORY_DIGIT, c.CATEGORY_NOT_SPACE, c.CATEGORY_WORD, c.CATEGORY_NOT_LINEBREAK):
+        return True
+    if code in (c.CATEGORY_NOT_DIGIT, c.CATEGORY_SPACE, c.CATEGORY_NOT_WORD, c.CATEGORY_LINEBREAK):
+        return False
+    raise ValueError(code)  # not known: the caller says "not blind"
+
+
+def _class_blind(items: Any) -> bool:
+    """Whether a character class takes all ten digits or none of them."""
+    c = _sre_constants
+
+    def takes(ch: int) -> bool:
+        hit, negate = False, False
+        for op, av in items:
+            if op is c.NEGATE:
+                negate = True
+            elif op is c.LITERAL:
+                hit = hit or av == ch
+            elif op is c.RANGE:
+                hit = hit or av[0] <= ch <= av[1]
+            elif op is c.CATEGORY:
+                hit = hit or _category_has_digits(av)
+            else:
+                raise ValueError(op)
+        return hit != negate
+
+    return len({takes(ch) for ch in _DIGITS}) == 1
+
+
+def _blind(items: Any) -> bool:
+    c = _sre_constants
+    for op, av in items:
+        if op in (c.LITERAL, c.NOT_LITERAL):
+            if av in _DIGITS:
+                return False
+        elif op is c.IN:
+            if not _class_blind(av):
+                return False
+        elif op in (c.ANY, c.AT):
+            continue
+        elif op is c.BRANCH:
+            if not all(_blind(b) for b in av[1]):
+                return False
+        elif op is c.SUBPATTERN:
+            if not _blind(av[3]):
+                return False
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
+            if not _blind(av[2]):
+                return False
+        elif op in (c.ASSERT, c.ASSERT_NOT):
+            if not _blind(av[1]):
+                return False
+        elif op is getattr(c, "ATOMIC_GROUP", None):
+            if not _blind(av):
+                return False
+        else:
+            return False  # back-references, conditionals, anything else: digits may matter
+    return True
+
+
+def digit_blind(regex: re.Pattern[Any]) -> bool:
+    """Whether `regex` treats the ten ASCII digits alike: then it matches a text exactly where it matches the text
+    with its digits changed, at the same places. False when unsure."""
+    try:
+        return _blind(_sre_parse.parse(regex.pattern, regex.flags))
+    except Exception:  # an internal module: any surprise means "not known to be blind"
+        return False
+
+
+def literals_blind(literals: Iterable[str]) -> bool:
+    """Whether prefilter literals hold no digit (then one occurs in a text exactly where it occurs in its shape)."""
+    return not any(ch in "0123456789" for lit in literals for ch in lit)
+
+
+class SpanMatch:
+    """A rule's match on a line, read off the spans of its match on another line of the same shape (for a blind rule
+    they are the same spans); what the classifier asks of a match: group(), start(), span(), groups(), groupdict()."""
+
+    __slots__ = ("_spans", "re", "string")
+
+    def __init__(self, regex: re.Pattern[str], string: str, spans: tuple[tuple[int, int], ...]) -> None:
+        self.re = regex
+        self.string = string
+        self._spans = spans
+
+    def span(self, group: int | str = 0) -> tuple[int, int]:
+        return self._spans[group if isinstance(group, int) else self.re.groupindex[group]]
+
+    def start(self, group: int | str = 0) -> int:
+        return self.span(group)[0]
+
+    def end(self, group: int | str = 0) -> int:
+        return self.span(group)[1]
+
+    def group(self, group: int | str = 0) -> str | Any:
+        start, end = self.span(group)
+        return None if start < 0 else self.string[start:end]
+
+    def groups(self) -> tuple[str | Any, ...]:
+        return tuple(self.group(i) for i in range(1, len(self._spans)))
+
+    def groupdict(self) -> dict[str, str | Any]:
+        return {name: self.group(i) for name, i in self.re.groupindex.items()}
+
+
+RuleMatch = Union["re.Match[str]", SpanMatch]  # a rule's match: the regex's own, or read off a shape's spans
+_Entry = tuple[int, tuple[int, ...], "Rule | None", "re.Pattern[str] | None", tuple[tuple[int, int], ...]]
+
+
+def shape_of(text: str) -> bytes:
+    """The shape of a text: its UTF-8 bytes, each digit 1-9 written 0 (UTF-8 leaves ASCII bytes to ASCII)."""
+    return text.encode("utf-8", "surrogatepass").translate(_TO_ZERO)
+
+
+class ShapeCache:
+    """The decision of the digit-blind rules per shape, for one Matcher.
+
+    The Matcher's rules are numbered as it tries them (`units`: its lead steps, then its other rules); `aware` maps
+    each digit-aware one, in order, to its prefilter literals (none: always tried). A line holds a literal only
+    where its shape holds the literal's shape: per shape, only the aware rules whose literals' shapes it holds are
+    kept, the rules worth trying on a line of that shape.
+    """
+
+    __slots__ = ("aware", "entries")
+
+    def __init__(self, aware: dict[int, tuple[str, ...]]) -> None:
+        self.aware = {u: tuple(shape_of(lit).decode() for lit in lits) for u, lits in sorted(aware.items())}
+        # shape -> (deciding unit, aware units worth a try, the unit's rule and regex and match spans, if blind)
+        self.entries: dict[bytes, _Entry] = {}
+
+    def match(self, matcher: Matcher, text: str) -> Hit | None:
+        """matcher.plain_match(text)[1:], by the shape's cached decision."""
+        shape = shape_of(text)
+        entry = self.entries.get(shape)
+        if entry is None:
+            return self._learn(matcher, text, shape)
+        first, worth, rule, regex, spans = entry
+        if worth:
+            low = text.lower()
+            for unit in worth:
+                hit = matcher.unit_match(unit, text, low)
+                if hit is not None:
+                    return hit
+        if rule is not None and regex is not None:
+            return rule, SpanMatch(regex, text, spans)  # a blind unit: its match on the shape is its match here
+        if first == _END:
+            return None
+        hit = matcher.unit_match(first, text, text.lower())
+        if hit is None:  # an aware rule that decided another line of this shape misses this one: the plain path
+            found = matcher.plain_match(text)
+            return None if found is None else (found[1], found[2])
+        return hit
+
+    def _learn(self, matcher: Matcher, text: str, shape: bytes) -> Hit | None:
+        """A shape not seen yet: the plain path decides the line; the shape's entry is kept for the next ones."""
+        found = matcher.plain_match(text)
+        # the rule that decides the line: the blind rules before it miss the line, so its shape too; if it is an
+        # aware one, lines of this shape try it on themselves (and take the plain path where it misses them)
+        first = _END if found is None else found[0]
+        low_shape = shape.decode("utf-8", "surrogatepass").lower()
+        worth = []
+        for unit, lits in self.aware.items():
+            if unit >= first:
+                break
+            if not lits:
+                worth.append(unit)
+                continue
+            for lit in lits:
+                if lit in low_shape:
+                    worth.append(unit)
+                    break
+        if len(self.entries) >= MAX_SHAPES:
+            self.entries.clear()
+        if found is not None and first not in self.aware:
+            m = found[2]
+            spans = tuple(m.span(g) for g in range(m.re.groups + 1))
+            self.entries[shape] = (first, tuple(worth), found[1], m.re, spans)
+        else:
+            self.entries[shape] = (first, tuple(worth), None, None, ())
+        return None if found is None else (found[1], found[2])
