@@ -16,7 +16,8 @@ WORK=${PT_WORK:-$REPO/.ptwork-units}
 FINAL=${OUT:-$WORK/out}
 JOBS=${JOBS:-$(nproc)}
 BUDGET_S=${BUDGET_S:-480}
-PY=${PYTHON:-python3}
+# --python of lgpatch build: this interpreter's site-packages has the CUDA 13 wheels that CPATH below points at
+PY=$(command -v "${PYTHON:-python3}") || { echo "PYTHON=${PYTHON:-python3}: not found" >&2; exit 2; }
 START=$(date +%s)
 mkdir -p "$WORK/logs" "$FINAL"
 SUMMARY=$FINAL/units-summary.txt
@@ -38,7 +39,7 @@ while read -r url dir; do LG cache add-mirror "$url" "$WORK/submirrors/$dir" > /
 LG apply pytorch-lms --cuda 13.0 --arch sm_90 --strict --offline --source "$WORK/pt-shallow" --workdir "$WT" \
   > "$WORK/logs/apply.txt" 2>&1
 say "apply: rc=$? $(tail -2 "$WORK/logs/apply.txt" | head -1 | cut -c1-160)"
-LG build --workdir "$WT" --arch sm_90 --jobs "$JOBS" --target ATEN_CUDA_FILES_GEN_TARGET --log "$WORK/logs/configure.log" \
+LG build --workdir "$WT" --arch sm_90 --jobs "$JOBS" --python "$PY" --target ATEN_CUDA_FILES_GEN_TARGET --log "$WORK/logs/configure.log" \
   -q > /dev/null 2>&1
 say "configure + ATen codegen: rc=$?"
 

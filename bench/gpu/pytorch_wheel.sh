@@ -8,6 +8,7 @@
 # ARCH (default sm_90): the targets, as `lgpatch apply/build --arch` take them; a list builds one wheel for all of
 #   them (TORCH_CUDA_ARCH_LIST 8.0;8.6;8.9;9.0+PTX, wheel 1.5.0+lgpatch.cu130.sm80.sm86.sm89.sm90ptx) in its own
 #   work folder (.ptwork-<label>; a work folder is refused for other targets than it was built for).
+# UNTIL=apply|configure|wheel: stop after that phase (a build without the GPU checks).
 # JOBS (default: python -m legacy_gpu_patch.tools.jobs: min(cores, available memory / 1.3 GiB per CUDA job)).
 # PTX_JIT=1: after the checks, the conv checks and LMS's own tests again with CUDA_FORCE_PTX_JIT=1 (the driver
 #   ignores the cubins and JIT-compiles the embedded PTX; needs +ptx in ARCH), with the JIT cache of
@@ -18,9 +19,14 @@
 #   apply     the 11 submodules into lgpatch's mirror cache, `lgpatch apply pytorch-lms --offline` (re-applying
 #             rewinds to the first changed step when a patchset changed since the last call)
 #   configure `lgpatch build --target ATEN_CUDA_FILES_GEN_TARGET`: the recipe's configure + ATen's generator
-#   build     ninja -k 0 in build/ (the recipe's build folder, also setup.py's), JOBS jobs
-#   wheel     `lgpatch build`: the recipe's whole build section (configure again, nothing left to compile,
-#             setup.py bdist_wheel, wheel_check) -> dist/torch-1.5.0+lgpatch.cu130.sm90-cp312-*.whl
+#   build     `lgpatch build`: the recipe's whole build section in one process: configure again (before any
+#             object is compiled), cmake --build build (ninja, JOBS jobs), setup.py bdist_wheel, check-wheel
+#             -> dist/torch-1.5.0+lgpatch.cu130.sm90-cp312-*.whl; after a failed compile, ninja -k 0 builds all
+#             else it can (KEEP_GOING=0: not), so one call lists every failure
+#   wheel     done by build; on a tree built without the wheel step, `lgpatch build` again (nothing to compile)
+#   Every lgpatch build runs with --python $PY. Before one re-runs CMake on a tree that has objects, the guard
+#   configures alone and prints `ninja -n` edge counts before/after; more than MAX_DIRTY (50) built edges made
+#   dirty stops the call with the first changed command (ALLOW_REBUILD=1: build anyway).
 #   install   pip install --no-deps --target $WORK/site: a fresh folder, first on PYTHONPATH of the checks
 #             only (the image's own torch stays as it is); site/nvidia links the image's CUDA 13 wheels, so the
 #             wheel's $ORIGIN/../../nvidia/... run paths resolve as in a normal site-packages
@@ -39,7 +45,9 @@ set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 CARRY=${CARRY:-$REPO/.carry/pytorch-lms}
 ARCH=${ARCH:-sm_90}
-PY=${PYTHON:-python3}
+# The image's interpreter, as a path (CMake's PYTHON_EXECUTABLE); not resolved further: a venv's bin/python is a link
+PY=$(command -v "${PYTHON:-python3}") || { echo "PYTHON=${PYTHON:-python3}: not found" >&2; exit 2; }
+RECIPE=${RECIPE:-pytorch-lms}  # tests give a small recipe of the same shape (its build section: the same commands)
 # The targets as lgpatch stores them, TORCH_CUDA_ARCH_LIST, and the wheel label (this checkout's lgpatch, stdlib only)
 read -r ARCH_CANON ARCH_LIST ARCH_LABEL < <(PYTHONPATH=$REPO "$PY" -S -c 'import sys
 from legacy_gpu_patch.cuda.archflags import ArchSyntaxError, flags_for
@@ -77,7 +85,8 @@ progress() {  # objects done/total: C/C++ and CUDA, from build.ninja and the obj
   tc=$(grep -c -E '^build [^:]*\.(cpp|cc|c)\.o:' "$B/build.ninja"); tu=$(grep -c -E '^build [^:]*\.cu\.o:' "$B/build.ninja")
   dc=$(find "$B" -name '*.cpp.o' -o -name '*.cc.o' -o -name '*.c.o' | wc -l); du=$(find "$B" -name '*.cu.o' | wc -l)
   say "progress: C/C++ objects $dc/$tc, CUDA objects $du/$tu, libraries: $(ls "$B"/lib/*.so 2>/dev/null | xargs -rn1 basename | tr '\n' ' ')"
-  say "progress: failed so far: $(cat "$LOGS"/build-*.log 2>/dev/null | grep -c '^FAILED'); wheel: $(ls "$WT"/dist/*.whl 2>/dev/null | xargs -rn1 basename)"
+  local last; last=$(ls -t "$LOGS"/build-*.log "$LOGS"/keep-going-*.log 2>/dev/null | head -1)
+  say "progress: failed in the last build log: $(grep -c '^FAILED' "${last:-/dev/null}"); wheel: $(ls "$WT"/dist/*.whl 2>/dev/null | xargs -rn1 basename)"
 }
 finish() {  # everything that comes back: at most 8 files (summary, logs archive, checks, lms, run paths)
   progress
@@ -129,64 +138,117 @@ if [ ! -d "$WT/.git" ]; then
     LG cache add-mirror "$url" "$WORK/submirrors/$dir" >> "$LOGS/cache-add.txt" 2>&1 || say "add-mirror $url failed"
   done < "$WORK/submirrors/urls.txt"
 fi
-LG apply pytorch-lms --cuda 13.0 --arch "$ARCH_CANON" --strict --offline --source "$WORK/pt-shallow" --workdir "$WT" \
+LG apply "$RECIPE" --cuda 13.0 --arch "$ARCH_CANON" --strict --offline --source "$WORK/pt-shallow" --workdir "$WT" \
   > "$LOGS/apply.txt" 2>&1
 rc=$?
 say "apply: rc=$rc; $(tail -2 "$LOGS/apply.txt" | head -1 | cut -c1-200)"
 [ $rc = 0 ] || finish 1
 mark apply "$t"
+[ "${UNTIL:-}" = apply ] && { say "UNTIL=apply: stopping here"; finish 0; }
 
 # ---- configure ----------------------------------------------------------------------------------------------------
+# Every lgpatch build builds in $PY's environment (--python): its site-packages has the CUDA 13 library wheels, so
+# the recipe's CPATH, CMAKE_INCLUDE_PATH and wheel-library-links find them (lgpatch's own build venv has none: the
+# configure then found the machine's cuDNN in /usr/include instead of the wheel's).
+LGB() { LG build --workdir "$WT" --arch "$ARCH_CANON" --jobs "$JOBS" --python "$PY" "$@"; }
 if ! done_phase configure; then
   t=$(date +%s)
-  LG build --workdir "$WT" --arch "$ARCH_CANON" --jobs "$JOBS" --target ATEN_CUDA_FILES_GEN_TARGET \
-    --log "$LOGS/configure.log" --report-dir "$LOGS/configure-report" -q > "$LOGS/configure.txt" 2>&1
+  LGB --target ATEN_CUDA_FILES_GEN_TARGET --log "$LOGS/configure.log" --report-dir "$LOGS/configure-report" -q \
+    > "$LOGS/configure.txt" 2>&1
   rc=$?
   say "configure: rc=$rc; $(grep -m1 'Found cuDNN' "$LOGS/configure.log"); $(grep -c 'CMake Error' "$LOGS/configure.log") CMake errors"
   [ $rc = 0 ] || finish 1
   mark configure "$t"
 fi
+[ "${UNTIL:-}" = configure ] && { say "UNTIL=configure: stopping here"; finish 0; }
 
-# ---- build --------------------------------------------------------------------------------------------------------
-# The recipe's build env, as lgpatch build sets it: ninja run directly needs it too, and not only for CPATH: a
-# second ninja call (a resumed build) first re-runs CMake, because FindCUDA's .depend files changed, and that
-# configure fails without the library and include paths of the CUDA 13 wheels (cuBLAS etc. NOTFOUND).
+# The recipe's build env, as lgpatch build sets it (same --python, same values), for ninja run by hand in build/:
+# ninja re-runs CMake itself when FindCUDA's .depend files changed, and that configure needs these paths.
 CUDA_ROOT=$(sed -n 's/^CUDA_TOOLKIT_ROOT_DIR:PATH=//p' "$B/CMakeCache.txt" 2>/dev/null)
 export CPATH=$SITE_PACKAGES/nvidia/cu13/include:$SITE_PACKAGES/nvidia/cudnn/include:${CUDA_ROOT:-/usr/local/cuda}/include
 export CMAKE_LIBRARY_PATH=$B/lgpatch/wheel-libs:$B/lgpatch/driver CMAKE_INCLUDE_PATH=$SITE_PACKAGES/nvidia/cudnn/include
 export TORCH_CUDA_ARCH_LIST=$ARCH_LIST
-if ! done_phase build; then
-  t=$(date +%s)
+
+# ---- the guard: a configure must not silently throw away a built tree ---------------------------------------------
+# lgpatch build configures first. On a tree with objects, that configure runs alone first; then ninja -d explain
+# says how many already-built edges would run again because their command changed or the configure rewrote an input
+# (ninja compares with the command each object was last built with, so a second call after a stop stops again).
+# More than MAX_DIRTY (a changed compiler command: another --python, a CMakeLists that is not idempotent) stops the
+# call with the first changed command, instead of a rebuild that outlasts the machine (session 4 lost its wheel so:
+# 1225 of 2096 edges). The `ninja -n` edge counts before and after go into the summary too. ALLOW_REBUILD=1: build.
+MAX_DIRTY=${MAX_DIRTY:-50}
+# ninja -n's edge count; "stale" when build.ninja is older than its CMake inputs (ninja -n then only says it would
+# re-run CMake, and counts nothing else)
+edges_to_build() { local out; out=$(cd "$B" && ninja -n 2>/dev/null)
+  if grep -q '^\[[0-9]*/[0-9]*\] Re-running CMake' <<< "$out"; then echo stale; else grep -c '^\[' <<< "$out"; fi; }
+built_to_rebuild() { (cd "$B" && ninja -n -d explain 2>&1 >/dev/null) \
+  | grep -c -E '^ninja explain: (command line changed for |(output|recorded mtime of) .* older than most recent input)'; }
+commands_of() { (cd "$B" && ninja -t commands 2>/dev/null | sort) > "$1"; }
+reconfigure_guard() {  # reconfigure_guard PHASE: 0 = go on
+  [ -f "$B/build.ninja" ] && [ -n "$(find "$B" -name '*.o' -print -quit)" ] || return 0  # nothing built to lose
+  local before after made changed t0 old new
+  t0=$(date +%s)
+  before=$(edges_to_build); commands_of "$LOGS/commands-before.txt"
+  LGB --target ATEN_CUDA_FILES_GEN_TARGET --log "$LOGS/reconfigure-$1.log" --report-dir "$LOGS/reconfigure-report" \
+    -q > "$LOGS/reconfigure-$1.txt" 2>&1 || { say "$1: reconfigure failed (rc=$?): $(tail -2 "$LOGS/reconfigure-$1.txt" | tr '\n' ' ')"; return 1; }
+  after=$(edges_to_build); commands_of "$LOGS/commands-after.txt"; made=$(built_to_rebuild)
+  changed=$(diff "$LOGS/commands-before.txt" "$LOGS/commands-after.txt" | grep -c '^>')
+  say "$1: reconfigure check: ninja -n: $before edges to build before the configure, $after after; $made built edges to rebuild (limit $MAX_DIRTY); the configure changed $changed commands ($(( $(date +%s) - t0 )) s)"
+  [ "$made" -le "$MAX_DIRTY" ] && return 0
+  # the first changed command, word by word (its new form: the added command that ends with the same word; CMake's
+  # ninja commands end with the source); none changed here when an earlier call's configure changed them
+  old=$(diff "$LOGS/commands-before.txt" "$LOGS/commands-after.txt" | grep -m1 '^<' | cut -c3-)
+  new=$(diff "$LOGS/commands-before.txt" "$LOGS/commands-after.txt" | grep '^>' | grep -m1 -F -e " ${old##* }" | cut -c3-)
+  [ -n "$new" ] || new=$(diff "$LOGS/commands-before.txt" "$LOGS/commands-after.txt" | grep -m1 '^>' | cut -c3-)
+  diff <(tr ' ' '\n' <<< "$old") <(tr ' ' '\n' <<< "$new") > "$LOGS/reconfigure-first-change.txt"
+  say "$1: STOPPED: $made built edges would be rebuilt (> MAX_DIRTY=$MAX_DIRTY)$([ "$changed" = 0 ] || echo "; the first changed command lost [$(sed -n 's/^< //p' "$LOGS/reconfigure-first-change.txt" | head -8 | tr '\n' ' ' | cut -c1-300)] and gained [$(sed -n 's/^> //p' "$LOGS/reconfigure-first-change.txt" | head -8 | tr '\n' ' ' | cut -c1-300)]") (ninja -C $B -d explain -n says why; logs/commands-before.txt, commands-after.txt; ALLOW_REBUILD=1 rebuilds)"
+  [ "${ALLOW_REBUILD:-0}" = 1 ] && { say "$1: ALLOW_REBUILD=1: rebuilding"; return 0; }
+  return 1
+}
+
+# ---- build: the recipe's whole build section in one lgpatch build ---------------------------------------------------
+# configure (nothing compiled yet on a first call, so even a configure that changes commands costs nothing),
+# cmake --build (ninja; a later call resumes the tree), setup.py bdist_wheel, check-wheel.
+wheel_name() { ls "$WT"/dist/*.whl 2>/dev/null | xargs -rn1 basename; }
+full_build() {  # full_build PHASE
+  local t=$(date +%s) n LOG MEMLOG MEMPID rc
+  reconfigure_guard "$1" || finish 1
   n=$(ls "$LOGS"/build-*.log 2>/dev/null | wc -l); LOG=$LOGS/build-$((n + 1)).log
   progress
   MEMLOG=$LOGS/mem-$((n + 1)).txt  # memory in use (MemTotal - MemAvailable, KiB) every 5 s: the build's peak
   while :; do awk '/^MemTotal:/ {t = $2} /^MemAvailable:/ {a = $2} END {print t - a}' /proc/meminfo; sleep 5; done \
     > "$MEMLOG" 2>/dev/null &
   MEMPID=$!
-  (cd "$B" && ninja -k 0 -j "$JOBS") > "$LOG" 2>&1
+  LGB --log "$LOG" --report-dir "$LOGS/build-report" -q > "$LOGS/build-$((n + 1)).txt" 2>&1
   rc=$?
+  local failures=$LOG
+  if [ $rc != 0 ] && grep -q '^FAILED' "$LOG" && [ "${KEEP_GOING:-1}" = 1 ]; then
+    # cmake --build stops at the first failed compile; ninja -k 0 on the same build.ninja compiles all the rest,
+    # so one call shows every failure (what the old ninja phase did; KEEP_GOING=0: not)
+    failures=$LOGS/keep-going-$((n + 1)).log
+    (cd "$B" && ninja -k 0 -j "$JOBS") > "$failures" 2>&1
+    say "$1: lgpatch build failed; ninja -k 0 then: rc=$?, $(grep -c '^FAILED' "$failures") failed"
+  fi
   kill "$MEMPID" 2>/dev/null; wait "$MEMPID" 2>/dev/null
-  say "build: ninja -k 0 -j $JOBS rc=$rc in $(( $(date +%s) - t )) s; FAILED: $(grep -c '^FAILED' "$LOG")"
-  say "build: peak memory in use $(sort -n "$MEMLOG" | tail -1 | awk '{printf "%.1f GiB", $1 / 1048576}') (sampled every 5 s), $(nproc) cores, -j $JOBS"
-  grep '^FAILED' "$LOG" | cut -c1-240 > "$LOGS/failed.txt"
+  say "$1: lgpatch build (configure, cmake --build -j $JOBS, wheel, check-wheel) rc=$rc in $(( $(date +%s) - t )) s; FAILED: $(grep -c '^FAILED' "$failures"); wheel: $(wheel_name) $(du -h "$WT"/dist/*.whl 2>/dev/null | cut -f1)"
+  say "$1: peak memory in use $(sort -n "$MEMLOG" | tail -1 | awk '{printf "%.1f GiB", $1 / 1048576}') (sampled every 5 s), $(nproc) cores, -j $JOBS"
+  grep '^FAILED' "$failures" | cut -c1-240 > "$LOGS/failed.txt"
   if [ $rc != 0 ]; then
-    LG classify "$LOG" > "$LOGS/build.classify.txt" 2>&1
+    LG classify "$failures" > "$LOGS/build.classify.txt" 2>&1
     say "classify: $(head -c 1200 "$LOGS/build.classify.txt" | tr -s ' \n' ' ')"
     finish 1
   fi
-  mark build "$t"
-fi
-
-# ---- wheel --------------------------------------------------------------------------------------------------------
+}
+if ! done_phase build; then t=$(date +%s); full_build build; mark build "$t"; fi
+# ---- wheel: made by the build phase; a tree built without it (an older script ran ninja alone) gets it here
 if ! done_phase wheel; then
   t=$(date +%s)
-  LG build --workdir "$WT" --arch "$ARCH_CANON" --jobs "$JOBS" --log "$LOGS/wheel.log" --report-dir "$LOGS/wheel-report" -q \
-    > "$LOGS/wheel.txt" 2>&1
-  rc=$?
-  say "wheel: lgpatch build rc=$rc; $(ls "$WT"/dist/*.whl 2>/dev/null | xargs -rn1 basename) $(du -h "$WT"/dist/*.whl 2>/dev/null | cut -f1)"
-  [ $rc = 0 ] || { LG classify "$LOGS/wheel.log" > "$LOGS/wheel.classify.txt" 2>&1; finish 1; }
+  [ -n "$(wheel_name)" ] || full_build wheel-build
+  [ -n "$(wheel_name)" ] || { say "wheel: none in $WT/dist after lgpatch build"; finish 1; }
+  say "wheel: $(wheel_name)"
   mark wheel "$t"
 fi
+[ "${UNTIL:-}" = wheel ] && { say "UNTIL=wheel: stopping here"; finish 0; }
 
 # ---- install ------------------------------------------------------------------------------------------------------
 SITE=$WORK/site

@@ -5,12 +5,13 @@ wheel label, JOBS is sized by memory unless given, and a work folder is never re
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from helpers import REPO, requires_nvcc
 
 pytestmark = pytest.mark.integration
 
@@ -57,3 +58,170 @@ def test_a_bad_arch_stops_before_anything_is_made(tmp_path: Path) -> None:
     proc = _run(tmp_path, work, ARCH="sm_80,sm_9x")
     assert proc.returncode == 2 and "ARCH=sm_80,sm_9x: 'sm_9x' is not a GPU architecture" in proc.stderr
     assert not work.exists()
+
+
+# ------------------------------------------------------------------------------ the build phases, on a small tree
+# A recipe of the pytorch-lms shape (cuda and arch parameters; configure, cmake --build, wheel), run by the real
+# script with the real lgpatch, CMake and ninja. Its CMakeLists has PyTorch 1.5's USE_ROCM habit (an option ON that
+# the first configure turns OFF after adding an include folder, so the second configure writes other commands) and
+# a flag from the environment (LG_STAMP), so a call can change every compile command on purpose.
+N_SOURCES = 60
+TINY_CMAKE = """\
+cmake_minimum_required(VERSION 3.18)
+project(tiny C)
+option(USE_FAKE_ROCM "like PyTorch 1.5's USE_ROCM: ON, and OFF once nothing is found" ON)
+if(USE_FAKE_ROCM)
+  set(USE_FAKE_ROCM OFF CACHE BOOL "" FORCE)
+  include_directories(SYSTEM /opt/fake-rocm/include)
+endif()
+add_compile_definitions(STAMP=${LG_STAMP})
+file(GLOB SOURCES src/*.c)
+add_library(tiny SHARED ${SOURCES})
+add_custom_target(ATEN_CUDA_FILES_GEN_TARGET COMMAND ${CMAKE_COMMAND} -E touch generated.stamp)
+"""
+TINY_RECIPE = """\
+name: tiny-torch
+description: the build section's shape of pytorch-lms, on a small C library
+source:
+  git: {{url: "https://example.invalid/tiny.git", ref: v1.0, commit: {commit}}}
+parameters:
+  cuda: {{type: version, default: "13.0", allowed: ">=11.0,<14"}}
+  arch: {{type: arch, default: sm_90}}
+steps:
+  - id: note
+    insert: {{file: NOTES, text: "patched\\n", at: end}}
+ignore: ["build/", "dist/"]
+build:
+  commands:
+    - name: configure
+      phase: configure
+      argv: [cmake, -S, ., -B, build, "-DLG_STAMP=${{env:LG_STAMP}}"]
+    - name: build
+      phase: build
+      argv: [cmake, --build, build, --target, "${{targets}}", --parallel, "${{jobs}}"]
+    - name: wheel
+      phase: build
+      argv: [bash, -c, 'if [ $# -gt 0 ]; then exit 0; fi; mkdir -p dist; : > dist/torch-0.1-py3-none-any.whl',
+             wheel, "${{targets}}"]
+"""
+
+
+def _tiny_carry(tmp_path: Path) -> tuple[Path, Path]:
+    """(carry folder with pt-shallow.tar and submodules.tar, recipes folder)"""
+    import tarfile
+
+    from helpers import make_upstream
+
+    files = {"CMakeLists.txt": TINY_CMAKE, "NOTES": "a small tree\n"}
+    files.update({f"src/f{i:02d}.c": f"int f{i:02d}(void) {{ return STAMP + {i}; }}\n" for i in range(N_SOURCES)})
+    up = make_upstream(tmp_path / "src" / "pt-shallow", files)
+    carry = tmp_path / "carry"
+    (tmp_path / "src" / "submirrors").mkdir()
+    (tmp_path / "src" / "submirrors" / "urls.txt").write_text("")
+    carry.mkdir()
+    for name, member in (("pt-shallow.tar", "pt-shallow"), ("submodules.tar", "submirrors")):
+        with tarfile.open(carry / name, "w") as tar:
+            tar.add(tmp_path / "src" / member, arcname=member)
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "tiny-torch.yaml").write_text(TINY_RECIPE.format(commit=up.commit))
+    return carry, recipes
+
+
+def _call(tmp_path: Path, work: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    carry, recipes = tmp_path / "carry", tmp_path / "recipes"
+    full = {**os.environ, "PYTHON": sys.executable, "CARRY": str(carry), "PT_WORK": str(work), "RECIPE": "tiny-torch",
+            "LGPATCH_RECIPE_PATH": str(recipes), "JOBS": "2", "UNTIL": "wheel", **env}
+    for name in ("ARCH", "PTX_JIT", "ALLOW_REBUILD", "MAX_DIRTY"):
+        if name not in env:
+            full.pop(name, None)
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, env=full, timeout=600)
+
+
+def _built(work: Path, log: str) -> int:
+    return (work / "logs" / log).read_text().count("Building C object")
+
+
+def _lose_the_wheel(work: Path) -> None:
+    """What a machine lost between the build and the wheel leaves: objects, no wheel, phases build/wheel not done."""
+    for phase in ("build", "wheel"):
+        (work / "state" / phase).unlink(missing_ok=True)
+    for wheel in (work / "wt" / "dist").glob("*.whl"):
+        wheel.unlink()
+
+
+@requires_nvcc
+@pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ninja")), reason="cmake and ninja are needed")
+def test_a_configure_that_would_rebuild_a_built_tree_stops_the_call(tmp_path: Path) -> None:
+    _tiny_carry(tmp_path)
+    work = tmp_path / "work"
+    first = _call(tmp_path, work, LG_STAMP="1")
+    assert first.returncode == 0, _summary(work) + first.stderr
+    summary = _summary(work)
+    # the build phase is one lgpatch build with the wheel; its configure (the second, which drops the fake ROCm
+    # folder) ran before any object was compiled: each source compiled once, with the final commands
+    assert "build: lgpatch build (configure, cmake --build -j 2, wheel, check-wheel) rc=0" in summary
+    assert "wheel: torch-0.1-py3-none-any.whl" in summary and "reconfigure check" not in summary
+    assert _built(work, "build-1.log") == N_SOURCES
+    assert "/opt/fake-rocm" not in (work / "wt" / "build" / "build.ninja").read_text()
+    for log in ("configure.log", "build-1.log"):  # --python: the interpreter's environment, not a build venv
+        assert "build venv" not in (work / "logs" / log).read_text()
+
+    obj = next((work / "wt" / "build").rglob("f00.c.o"))
+    mtime = obj.stat().st_mtime_ns
+    _lose_the_wheel(work)
+    changed = _call(tmp_path, work, LG_STAMP="2")  # every compile command changes: the guard stops the call
+    assert changed.returncode == 1
+    summary = _summary(work)
+    assert (f"build: reconfigure check: ninja -n: 0 edges to build before the configure, {N_SOURCES + 1} after; "
+            f"{N_SOURCES} built edges to rebuild (limit 50); the configure changed {N_SOURCES} commands") in summary
+    assert (f"build: STOPPED: {N_SOURCES} built edges would be rebuilt (> MAX_DIRTY=50); the first changed command "
+            "lost [-DSTAMP=1 ] and gained [-DSTAMP=2 ]") in summary  # word by word
+    assert obj.stat().st_mtime_ns == mtime and not (work / "logs" / "build-2.log").exists()
+    again = _call(tmp_path, work, LG_STAMP="2")  # the tree is dirty now, but still not rebuilt by a second call
+    assert again.returncode == 1
+    assert (f"{N_SOURCES + 1} edges to build before the configure, {N_SOURCES + 1} after; {N_SOURCES} built edges "
+            "to rebuild (limit 50); the configure changed 0 commands") in _summary(work)
+    assert f"build: STOPPED: {N_SOURCES} built edges would be rebuilt (> MAX_DIRTY=50) (ninja" in _summary(work)
+
+    same = _call(tmp_path, work, LG_STAMP="1")  # the commands the objects were built with: nothing to rebuild
+    assert same.returncode == 0, _summary(work)
+    assert (f"build: reconfigure check: ninja -n: {N_SOURCES + 1} edges to build before the configure, 0 after; "
+            f"0 built edges to rebuild (limit 50); the configure changed {N_SOURCES} commands") in _summary(work)
+    assert _built(work, "build-2.log") == 0 and obj.stat().st_mtime_ns == mtime
+    assert "wheel: torch-0.1-py3-none-any.whl" in _summary(work).split("reconfigure check")[-1]
+
+    _lose_the_wheel(work)
+    (work / "wt" / "CMakeLists.txt").touch()  # build.ninja stale: ninja -n only says it would re-run CMake
+    stale = _call(tmp_path, work, LG_STAMP="1")
+    assert stale.returncode == 0, _summary(work)
+    assert ("build: reconfigure check: ninja -n: stale edges to build before the configure, 0 after; 0 built edges "
+            "to rebuild") in _summary(work)
+    assert _built(work, "build-3.log") == 0
+
+    _lose_the_wheel(work)
+    forced = _call(tmp_path, work, LG_STAMP="3", ALLOW_REBUILD="1")
+    assert forced.returncode == 0 and "build: ALLOW_REBUILD=1: rebuilding" in _summary(work)
+    assert _built(work, "build-4.log") == N_SOURCES
+
+    status = _call(tmp_path, work, "wait", "30")  # the pipeline has finished: wait returns at once, with progress
+    assert status.returncode == 0
+    tail = _summary(work).splitlines()[-3:]
+    assert "status: pipeline finished" in tail[0] and f"C/C++ objects {N_SOURCES}/{N_SOURCES}" in tail[1]
+
+
+@requires_nvcc
+@pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ninja")), reason="cmake and ninja are needed")
+def test_a_failed_compile_goes_on_with_ninja_k0_and_lists_every_failure(tmp_path: Path) -> None:
+    _tiny_carry(tmp_path)
+    work = tmp_path / "work"
+    failed = _call(tmp_path, work, LG_STAMP="no_such_name")  # every source: an undeclared identifier
+    assert failed.returncode == 1
+    summary = _summary(work)
+    assert f"build: lgpatch build failed; ninja -k 0 then: rc=1, {N_SOURCES}" in summary  # cmake --build stopped early
+    assert "build: lgpatch build (configure, cmake --build -j 2, wheel, check-wheel) rc=9 in " in summary
+    assert f"s; FAILED: {N_SOURCES}; wheel:" in summary  # every failure, once
+    assert f"progress: failed in the last build log: {N_SOURCES};" in summary
+    assert len((work / "logs" / "failed.txt").read_text().splitlines()) == N_SOURCES
+    assert "classify: " in summary and not (work / "state" / "build").exists()
+    assert not list((work / "wt" / "dist").glob("*.whl"))

@@ -104,6 +104,14 @@ def test_build_makes_a_wheel_with_portable_run_paths(recipe) -> None:
     assert "--forbid-runpath-under" in commands["check-wheel"][2]
 
 
+def test_configure_turns_off_use_rocm_whose_default_is_not_idempotent(recipe) -> None:
+    # USE_ROCM defaults to ON in v1.5.0's CMakeLists.txt; left so, the first configure adds the ROCm include folders
+    # to every target after cmake/Dependencies.cmake:1062 and the second does not: ninja rebuilt 1225 of 2096 edges
+    # on the H200 (tests/integration/recipes/test_pytorch_reconfigure.py configures the real tree twice)
+    configure = next(list(c.argv) for c in recipe.build.commands if c.name == "configure")
+    assert "-DUSE_ROCM=OFF" in configure and "-DUSE_CUDA=ON" in configure
+
+
 def test_the_cuda13_wheel_requires_the_library_wheels_it_loads(recipe) -> None:
     """torch-wheel-requires: what the wheel command declares is what check-wheel-requires expects (CUDA >= 13)."""
     from legacy_gpu_patch.tools.wheel_check import requirement_name
