@@ -28,12 +28,18 @@ def _edit(project: Project) -> str:
     return (project.wt / "src" / "main.c").read_text()
 
 
+def _default_sigint() -> None:
+    # A shell starts background jobs with SIGINT ignored, and Python then installs no KeyboardInterrupt handler:
+    # under `cmd &` (a CI runner, nohup) the SIGINT cases would test nothing. The child gets the default back.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _refresh_stopped_at(project: Project, point: str, sig: signal.Signals) -> int:
     child = subprocess.Popen(
         [sys.executable, "-m", "legacy_gpu_patch", "--recipe-path", str(project.recipes), "refresh", "-C",
          str(project.wt), "-m", "Five is fifty-five"],
         env={**os.environ, "LGPATCH_FAULT_PAUSE": point}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True,
+        text=True, preexec_fn=_default_sigint,
     )
     assert child.stderr is not None
     seen = []
