@@ -45,7 +45,7 @@ def _lms_patch(tmp_path: Path) -> Path:
     return out
 
 
-@pytest.mark.parametrize("cuda, arch, applied", [("11.1", "sm_86", 22), ("13.0", "sm_90", 35)])
+@pytest.mark.parametrize("cuda, arch, applied", [("11.1", "sm_86", 26), ("13.0", "sm_90", 39)])
 def test_real_tree_applies_strictly_and_reverts(tmp_path: Path, lgpatch, cuda: str, arch: str,
                                                 applied: int) -> None:
     res = lgpatch("cache", "add", _lms_patch(tmp_path))

@@ -25,7 +25,8 @@ PATCHSETS = ["cudnn8-version-header", "cusparse-spmm", "cudnn8-get-algorithm", "
              "cuda12-nvtx3", "py312-distutils", "cuda13-removals", "cuda13-cxx17",
              "py312-frame-api", "pybind11-py312", "numpy2-descr", "setup-configured-build", "torch-wheel-rpath",
              "cudnn-tf32", "cudnn-tf32-on", "typeindex-nvcc", "caffe2-cccl3",
-             "torch-wheel-requires"]
+             "torch-wheel-requires", "cudnn9-version", "sparse-addmm-beta", "engine-exit-finalized",
+             "cudnn-deterministic-fallback"]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,95 @@
+"""pytorch_wheel.sh's runner for PyTorch's own test files (`own_tests`), on this machine: the real functions cut
+from the script, run by bash against a small unittest file of the same kind (1.5's test files run through
+unittest, since today's pytest cannot collect them): case-blind word selection as pytest's -k, the counts of
+passed / failed / skipped / errors from -v lines, and the time box."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import REPO
+
+pytestmark = pytest.mark.integration
+
+SCRIPT = (REPO / "bench" / "gpu" / "pytorch_wheel.sh").read_text()
+
+FAKE_TESTS = '''\
+import time
+import unittest
+
+
+class TestNN(unittest.TestCase):
+    def test_Conv2d_forward(self):
+        pass
+
+    def test_conv_transpose(self):
+        pass
+
+    def test_LSTM_cell(self):
+        self.assertEqual(1, 2)
+
+    @unittest.skip("needs two GPUs")
+    def test_BatchNorm_multi_gpu(self):
+        pass
+
+    def test_batchnorm_raises(self):
+        raise RuntimeError("boom")
+
+    def test_unrelated(self):
+        pass
+
+    def test_z_slow_conv(self):
+        time.sleep(float(__import__("os").environ.get("SLOW_S", "0")))
+
+
+if __name__ == "__main__":
+    unittest.main()
+'''
+
+
+def _function(name: str) -> str:
+    match = re.search(rf"^{name}\(\) {{.*?^}}", SCRIPT, re.S | re.M)
+    assert match, name
+    return match.group(0)
+
+
+def _own_tests(tmp_path: Path, budget_s: int, *args: str, slow_s: float = 0) -> str:
+    (tmp_path / "test_fake.py").write_text(FAKE_TESTS)
+    logs = tmp_path / "logs"
+    logs.mkdir(exist_ok=True)
+    prelude = (f'set -uo pipefail\nLOGS={logs}\nTEST_BUDGET_S={budget_s}\nPY={sys.executable}\n'
+               f'say() {{ echo "$*"; }}\n')
+    body = prelude + _function("ci_pattern") + "\n" + _function("own_tests") + '\nown_tests "$@"\n'
+    done = subprocess.run(["bash", "-c", body, "bash", *args], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "SLOW_S": str(slow_s)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_words_select_any_case_and_the_counts_are_exact(tmp_path: Path) -> None:
+    said = _own_tests(tmp_path, 60, "nn", "test_fake.py", "conv", "lstm", "batchnorm")
+    # conv: Conv2d_forward, conv_transpose, z_slow_conv; lstm: LSTM_cell; batchnorm: BatchNorm_multi_gpu,
+    # batchnorm_raises; test_unrelated is not selected
+    assert "rc=1 " in said, said
+    assert "3 passed, 1 failed, 1 skipped or expected failures, 1 errors" in said, said
+    assert "Ran 6 tests" in said and "FAILED (failures=1, errors=1, skipped=1)" in said, said
+    log = (tmp_path / "logs" / "tests-nn.txt").read_text()
+    assert "test_unrelated" not in log
+
+
+def test_no_words_runs_the_whole_file(tmp_path: Path) -> None:
+    said = _own_tests(tmp_path, 60, "all", "test_fake.py")
+    assert "4 passed, 1 failed, 1 skipped or expected failures, 1 errors" in said, said
+    assert "Ran 7 tests" in said, said
+
+
+def test_the_time_box_stops_the_run_and_keeps_the_counts_so_far(tmp_path: Path) -> None:
+    said = _own_tests(tmp_path, 3, "slow", "test_fake.py", slow_s=30)
+    assert "rc=124 " in said, said
+    # everything sorted before test_z_slow_conv ran and was counted; no "Ran N tests" line
+    assert "3 passed, 1 failed, 1 skipped or expected failures, 1 errors" in said, said
+    assert "Ran " not in said.split("errors;", 1)[1], said
