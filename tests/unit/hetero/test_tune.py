@@ -127,3 +127,10 @@ def test_model_level_placement_keeps_a_split_only_when_it_beats_both_devices() -
     assert choose_placement(cpu_s=2.0, accel_s=1.0, split_s=0.995) == "accel"  # within min_gain: noise
     assert choose_placement(cpu_s=0.5, accel_s=1.0, split_s=0.9) == "cpu"  # a tiny net at batch 1
     assert choose_placement(cpu_s=0.5, accel_s=1.0, split_s=0.4) == "split"
+
+
+def test_a_split_without_any_host_share_is_never_chosen() -> None:
+    # every layer all on the accelerator: the "split" is the accelerator model, so a faster time is noise
+    assert choose_placement(cpu_s=1.2, accel_s=0.40, split_s=0.28, host_shares=False) == "accel"
+    assert choose_placement(cpu_s=0.3, accel_s=0.40, split_s=0.28, host_shares=False) == "cpu"
+    assert choose_placement(cpu_s=1.2, accel_s=0.40, split_s=0.28, host_shares=True) == "split"
