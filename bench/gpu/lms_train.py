@@ -12,7 +12,7 @@ In this process (the torch on sys.path must have LMS: torch.cuda.set_enabled_lms
 Then, side by side, in a second process (--modern-python, the machine's own modern torch, PYTHONPATH cleared):
   5. the same model, data and seeds under torch.autograd.graph.save_on_cpu(pin_memory=True) with the LMS limit
      as the memory budget (torch.cuda.set_per_process_memory_fraction).
-Synthetic data, fixed seeds, deterministic cuDNN (default algorithms, benchmark off, no TF32). Prints a table and
+Synthetic data, fixed seeds, deterministic cuDNN (benchmark off, no TF32; --cudnn off: no cuDNN). Prints a table and
 a verdict; --json FILE writes every figure. Stand-alone: torch only.
 """
 
@@ -46,7 +46,12 @@ def batches(args: argparse.Namespace):
         yield x, y
 
 
+CUDNN = {"mode": "deterministic"}  # --cudnn: "deterministic" (the issue's setting) or "off"
+
+
 def deterministic() -> None:
+    # "off": convolutions through ATen's own CUDA kernels, for a run that must not depend on cuDNN's algorithms
+    torch.backends.cudnn.enabled = CUDNN["mode"] != "off"
     torch.backends.cudnn.deterministic = True
     torch.backends.cudnn.benchmark = False
     if hasattr(torch.backends.cudnn, "allow_tf32"):  # modern torch: FP32 as 1.5 computed it
@@ -182,7 +187,7 @@ def verdict(r: dict, modern: dict | None) -> list:
     lines = [
         f"working set (peak allocated without LMS) {base['peak_allocated'] / GIB:.2f} GiB; LMS limit "
         f"{r['limit'] / GIB:.2f} GiB (working set / limit = {base['peak_allocated'] / r['limit']:.1f}x)",
-        f"pinned bandwidth: H2D {bw['h2d'] / 1e9:.1f} GB/s, D2H {bw['d2h'] / 1e9:.1f} GB/s",
+        f"pinned bandwidth: H2D {bw['h2d'] / 1e9:.1f} GB/s, D2H {bw['d2h'] / 1e9:.1f} GB/s; cuDNN: {CUDNN['mode']}",
         "",
         "| run | step time (median, s) | peak allocated GiB | swapped out per step GiB | loss rel diff vs no-LMS |",
         "|---|---|---|---|---|",
@@ -225,8 +230,11 @@ def main() -> int:
     ap.add_argument("--modern-python", default=None, help="interpreter with a modern torch for save_on_cpu")
     ap.add_argument("--worker", choices=["modern"], default=None, help=argparse.SUPPRESS)
     ap.add_argument("--budget", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--cudnn", choices=["deterministic", "off"], default="deterministic",
+                    help="cuDNN with deterministic algorithms (default), or cuDNN off")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    CUDNN["mode"] = args.cudnn
     if args.worker == "modern":
         print(json.dumps(modern_worker(args)))
         return 0
@@ -236,7 +244,7 @@ def main() -> int:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         cmd = [args.modern_python, os.path.abspath(__file__), "--worker", "modern", "--budget", str(r["limit"]),
                "--steps", str(args.steps), "--batch", str(args.batch), "--hw", str(args.hw),
-               "--width", str(args.width), "--depth", str(args.depth)]
+               "--width", str(args.width), "--depth", str(args.depth), "--cudnn", args.cudnn]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd="/")
         try:
             modern = json.loads(proc.stdout.strip().splitlines()[-1])
