@@ -31,8 +31,11 @@
 #             only (the image's own torch stays as it is); site/nvidia links the image's CUDA 13 wheels, so the
 #             wheel's $ORIGIN/../../nvidia/... run paths resolve as in a normal site-packages
 #   archs     tools/cuda_archs on torch/lib/libtorch_cuda.so: every SASS arch of ARCH and its PTX (archs.json)
-#   checks    bench/gpu/pytorch_checks.py (import, correctness vs CPU, TF32 both ways, cuDNN RNN report),
-#             PyTorch's own tests from the patched tree (time-boxed), bench/gpu/lms_train.py, $EXTRA_CHECK
+#   checks    bench/gpu/pytorch_checks.py (import, correctness vs CPU, TF32 both ways, cuDNN RNN report, exit
+#             status after backward, a deterministic conv under an LMS limit), bench/gpu/lms_train.py (then
+#             again with PYTORCH_LMS_DEBUG=$LMS_DEBUG_VARIANT, default reclaim-algo=size, empty: not; after a
+#             failure with --cudnn off instead), PyTorch's own tests from the patched tree through their own
+#             runner (TEST_BUDGET_S each, in parallel), $EXTRA_CHECK
 #
 # Inputs, carried from the repository root (ignored; docs/recipes/pytorch-lms.md "The GPU command" says how):
 #   .carry/pytorch-lms/pt-shallow.tar, submodules.tar, pytorch_v1.5.0_large_model_support.patch, wheels/*.whl
@@ -299,6 +302,13 @@ say "checks with LGPATCH_CUDNN_TF32=1: rc=$?"
 rc=$?
 say "lms_train: rc=$rc $(grep -E '^(verdict|LMS)' "$LOGS/lms.txt" | tr '\n' ' ' | cut -c1-300)"
 cp "$LOGS/lms.txt" "$FINAL_RUN/lms.txt"
+if [ $rc = 0 ] && [ -n "${LMS_DEBUG_VARIANT-reclaim-algo=size}" ]; then
+  # IBM LMS's other reclaim order (PYTORCH_LMS_DEBUG, read once per process): largest blocks first instead of the
+  # first that fits. Its table beside the default's says whether the order moves the step time toward the floor.
+  PYTORCH_LMS_DEBUG=${LMS_DEBUG_VARIANT-reclaim-algo=size} "$PY" "$REPO/bench/gpu/lms_train.py" \
+    > "$LOGS/lms-variant.txt" 2>&1
+  say "lms_train PYTORCH_LMS_DEBUG=${LMS_DEBUG_VARIANT-reclaim-algo=size}: rc=$? $(grep -E '^(verdict|LMS step)' "$LOGS/lms-variant.txt" | tr '\n' ' ' | cut -c1-300)"
+fi
 if [ $rc != 0 ]; then  # the same run without cuDNN: whether LMS itself swaps and keeps the losses (in logs.tgz)
   "$PY" "$REPO/bench/gpu/lms_train.py" --modern-python "$PY" --cudnn off > "$LOGS/lms-nocudnn.txt" 2>&1
   say "lms_train --cudnn off: rc=$? $(grep -E '^(verdict|LMS)' "$LOGS/lms-nocudnn.txt" | tr '\n' ' ' | cut -c1-300)"
