@@ -8,6 +8,12 @@
 #   OUT=$OUT bash bench/gpu/pytorch_units.sh        (carry .carry/pytorch-lms, as pytorch_wheel.sh)
 #
 # Writes $OUT/units-summary.txt (ok/failed per group) and $OUT/units-logs.tgz (failed units' logs, classified).
+#
+# UNITS=REGEX: instead of the groups, the objects whose path matches REGEX (extended regex over ninja's object
+# paths), e.g. UNITS='native/cudnn/Conv\.cpp|autograd/python_engine\.cpp|SparseCUDATensorMath\.cu' — the loop
+# for checking a changed C++/CUDA patch on any machine with the toolchain, a GPU or not (DEVELOPERS.md).
+# GENERATED=0 skips the generated headers (autograd code, protobuf: protoc is built first, minutes on 2 cores)
+# for units that do not include them.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -49,15 +55,26 @@ export CMAKE_LIBRARY_PATH=$B/lgpatch/wheel-libs:$B/lgpatch/driver CMAKE_INCLUDE_
 export TORCH_CUDA_ARCH_LIST=9.0
 cd "$B" || exit 1
 gen=$(ninja -t targets all | grep -E '^([^:]*autograd/generated/python_functions\.cpp|caffe2/proto/[a-z0-9_]*\.pb\.h|third_party/onnx/onnx/onnx(-operators)?_onnx_torch-ml\.pb\.h):' | cut -d: -f1 | sort -u)
-ninja -j "$JOBS" $gen > "$WORK/logs/generated.log" 2>&1
-say "generated headers (autograd code, protobuf incl. protoc): rc=$?"
+if [ "${GENERATED:-1}" = 0 ]; then
+  say "generated headers: skipped (GENERATED=0)"
+else
+  ninja -j "$JOBS" $gen > "$WORK/logs/generated.log" 2>&1
+  say "generated headers (autograd code, protobuf incl. protoc): rc=$?"
+fi
 
 ninja -t targets all | cut -d: -f1 | sort -u > "$WORK/targets.txt"
 grep -E '^caffe2/CMakeFiles/torch_cuda\.dir/(core|sgd|utils)/.*\.cu\.o$' "$WORK/targets.txt" > "$WORK/g-caffe2-cuda.txt"
 grep -E '^caffe2/CMakeFiles/torch_cuda\.dir/.*\.(cpp|cc)\.o$' "$WORK/targets.txt" > "$WORK/g-torch_cuda-cxx.txt"
 grep -E '^caffe2/torch/CMakeFiles/torch_python\.dir/.*\.cpp\.o$' "$WORK/targets.txt" > "$WORK/g-torch_python.txt"
+groups=${UNIT_GROUPS:-caffe2-cuda torch_cuda-cxx torch_python}  # UNIT_GROUPS: a subset
+if [ -n "${UNITS:-}" ]; then
+  # relative names only: ninja also lists each CUDA object under its absolute path
+  grep -E '\.(cpp|cc|cu)\.o$' "$WORK/targets.txt" | grep -v '^/' | grep -E -- "$UNITS" > "$WORK/g-match.txt"
+  [ -s "$WORK/g-match.txt" ] || { say "UNITS=$UNITS matches no object of the build"; exit 1; }
+  groups=match
+fi
 export B WORK
-for g in ${UNIT_GROUPS:-caffe2-cuda torch_cuda-cxx torch_python}; do  # UNIT_GROUPS: a subset
+for g in $groups; do
   mkdir -p "$WORK/logs/$g"; : > "$WORK/logs/$g/ok.txt"; : > "$WORK/logs/$g/failed.txt"
   timeout --signal=INT "$(left)" xargs -a "$WORK/g-$g.txt" -P "$JOBS" -I{} bash -c '
     t={}; g='"$g"'; n=$(echo "$t" | sed "s#.*\.dir/##; s#/#_#g"); cmd=$(cd "$B" && ninja -t commands "$t" | tail -1)
