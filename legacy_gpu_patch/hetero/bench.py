@@ -59,16 +59,27 @@ def make_step(model: nn.Module, train: bool, x: torch.Tensor, y: torch.Tensor,
 
 def time_steps(step: Callable[[], None], pair: DevicePair, steps: int, warmup: int) -> float:
     """Median seconds per step, each step synchronised: without the sync a GPU step times only its launches."""
-    for _ in range(warmup):
-        step()
+    return time_interleaved({"step": step}, pair, steps, warmup)["step"]
+
+
+def time_interleaved(runs: dict[str, Callable[[], None]], pair: DevicePair, steps: int,
+                     warmup: int) -> dict[str, float]:
+    """Median seconds per step of each run, the runs taking turns step by step (the order rotating each round):
+    timed one after the other, a later run would meet a warmer (or a throttled) machine than an earlier one, and
+    the difference would read as a speed-up. Each step is synchronised (a GPU step otherwise times its launches)."""
+    names = list(runs)
+    for name in names:
+        for _ in range(warmup):
+            runs[name]()
     pair.synchronize()
-    samples = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        step()
-        pair.synchronize()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(steps):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            t0 = time.perf_counter()
+            runs[name]()
+            pair.synchronize()
+            samples[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
 def run_case(name: str, mode: str, batch: int, opts: BenchOptions, progress: Progress) -> dict[str, Any]:
@@ -78,12 +89,6 @@ def run_case(name: str, mode: str, batch: int, opts: BenchOptions, progress: Pro
     x = torch.randn(batch, *nets.INPUT_SHAPE, generator=gen)
     y = torch.randint(0, nets.CLASSES, (batch,), generator=gen)
     label = f"{name} {mode} batch {batch}"
-    progress(f"{label}: host only")
-    cpu_s = time_steps(make_step(nets.build(name).to(pair.host), train, x, y, pair.host), pair, opts.steps,
-                       opts.warmup)
-    progress(f"{label}: accelerator only")
-    accel_s = time_steps(make_step(nets.build(name).to(pair.accel), train, x, y, pair.accel), pair, opts.steps,
-                         opts.warmup)
     progress(f"{label}: split, tuning every layer on its real input")
     model = nets.build(name).to(pair.accel).train(train)
     t0 = time.perf_counter()
@@ -91,8 +96,13 @@ def run_case(name: str, mode: str, batch: int, opts: BenchOptions, progress: Pro
                          example_input=x, train=train)
     tune_s = time.perf_counter() - t0
     check = compare_with_unsplit(model, name, train, x, y, pair)
-    # The first layer is a SplitLayer, which reads the batch where it lies: in host memory.
-    split_s = time_steps(make_step(model, train, x, y, pair.host), pair, opts.steps, opts.warmup)
+    progress(f"{label}: host only, accelerator only and split, in turns")
+    times = time_interleaved({
+        "cpu": make_step(nets.build(name).to(pair.host), train, x, y, pair.host),
+        "accel": make_step(nets.build(name).to(pair.accel), train, x, y, pair.accel),
+        # The first layer is a SplitLayer, which reads the batch where it lies: in host memory.
+        "split": make_step(model, train, x, y, pair.host)}, pair, opts.steps, opts.warmup)
+    cpu_s, accel_s, split_s = times["cpu"], times["accel"], times["split"]
     split_json = report.to_json()
     result = summarise(cpu_s, accel_s, split_s, host_shares=any(d["host_units"] for d in split_json["layers"]))
     result.update(model=name, mode=mode, batch=batch, tune_s=tune_s, check=check, layers=split_json["layers"],
