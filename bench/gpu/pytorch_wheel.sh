@@ -331,6 +331,17 @@ own_tests() {  # own_tests NAME FILE [WORD ...]: the tests whose names contain a
   timeout -k 10 "$TEST_BUDGET_S" "$PY" "$file" -v ${select[@]+"${select[@]}"} > "$log" 2>&1
   local rc=$?
   say "tests $name ($file $*): rc=$rc (124 = stopped at ${TEST_BUDGET_S} s): $(grep -cE ' \.\.\. ok$' "$log") passed, $(grep -cE ' \.\.\. FAIL$' "$log") failed, $(grep -cE ' \.\.\. (skipped|expected failure)' "$log") skipped or expected failures, $(grep -cE ' \.\.\. ERROR$' "$log") errors; $(grep -E '^(Ran [0-9]+ tests|OK|FAILED)' "$log" | tr '\n' ' ')"
+  say "tests $name: $(failures_judged "$file" "$log")"
+}
+# Each failure or error of a run (unittest's "FAIL: test_x (__main__.Class.test_x)" lines) as known, listed in
+# bench/gpu/pytorch_known_failures.txt with its reason, or new
+failures_judged() {
+  local file=$1 log=$2 known=$REPO/bench/gpu/pytorch_known_failures.txt id new="" old=""
+  while read -r id; do
+    if grep -q "^$file $id " "$known" 2>/dev/null; then old+=" $id"; else new+=" $id"; fi
+  done < <(sed -nE -e 's/^(FAIL|ERROR): ([^ ]+) \([^ .]+\.([^ .]+)\.\2\)$/\3.\2/p;t' \
+                  -e 's/^(FAIL|ERROR): ([^ ]+) \([^ .]+\.([^ .]+)\)$/\3.\2/p' "$log" | sort -u)  # 3.12's form, 3.11's
+  echo "known failures:${old:- none}; NEW failures:${new:- none}"
 }
 ptx_jit() {  # the conv checks and LMS's tests through the embedded PTX only; first (cold cache) and second start
   if [[ "$ARCH_CANON" != *+ptx* && "$ARCH_CANON" != *compute_* ]]; then

@@ -61,9 +61,13 @@ def _own_tests(tmp_path: Path, budget_s: int, *args: str, slow_s: float = 0) -> 
     (tmp_path / "test_fake.py").write_text(FAKE_TESTS)
     logs = tmp_path / "logs"
     logs.mkdir(exist_ok=True)
-    prelude = (f'set -uo pipefail\nLOGS={logs}\nTEST_BUDGET_S={budget_s}\nPY={sys.executable}\n'
+    known = tmp_path / "bench" / "gpu" / "pytorch_known_failures.txt"
+    known.parent.mkdir(parents=True, exist_ok=True)
+    known.write_text("# FILE CLASS.TEST  reason\ntest_fake.py TestNN.test_LSTM_cell  one is not two\n")
+    prelude = (f'set -uo pipefail\nLOGS={logs}\nTEST_BUDGET_S={budget_s}\nPY={sys.executable}\nREPO={tmp_path}\n'
                f'say() {{ echo "$*"; }}\n')
-    body = prelude + _function("ci_pattern") + "\n" + _function("own_tests") + '\nown_tests "$@"\n'
+    functions = [_function(name) for name in ("ci_pattern", "own_tests", "failures_judged")]
+    body = prelude + "\n".join(functions) + '\nown_tests "$@"\n'
     done = subprocess.run(["bash", "-c", body, "bash", *args], cwd=tmp_path, capture_output=True, text=True,
                           env={"PATH": "/usr/bin:/bin", "SLOW_S": str(slow_s)}, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -76,15 +80,19 @@ def test_words_select_any_case_and_the_counts_are_exact(tmp_path: Path) -> None:
     # batchnorm_raises; test_unrelated is not selected
     assert "rc=1 " in said, said
     assert "3 passed, 1 failed, 1 skipped or expected failures, 1 errors" in said, said
-    assert "Ran 6 tests" in said and "FAILED (failures=1, errors=1, skipped=1)" in said, said
+    # unittest's own summary, as it comes (some 3.12 releases, 3.12.1 here, leave skipped tests out of "Ran N";
+    # the H200's 3.12.3 counts them): the counts above come from the -v lines instead
+    assert "Ran " in said and "FAILED (failures=1, errors=1, skipped=1)" in said, said
     log = (tmp_path / "logs" / "tests-nn.txt").read_text()
     assert "test_unrelated" not in log
+    # the listed failure is known, the other one (an error) is new; both as CLASS.TEST
+    assert "known failures: TestNN.test_LSTM_cell; NEW failures: TestNN.test_batchnorm_raises" in said, said
 
 
 def test_no_words_runs_the_whole_file(tmp_path: Path) -> None:
     said = _own_tests(tmp_path, 60, "all", "test_fake.py")
     assert "4 passed, 1 failed, 1 skipped or expected failures, 1 errors" in said, said
-    assert "Ran 7 tests" in said, said
+    assert "FAILED (failures=1, errors=1, skipped=1)" in said, said
 
 
 def test_the_time_box_stops_the_run_and_keeps_the_counts_so_far(tmp_path: Path) -> None:
