@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
+from legacy_gpu_patch.classify.casefold import lowered
 from legacy_gpu_patch.classify.fastpath import _RAW_PREFIX_FIRST, _anchored, necessary_factors
 from legacy_gpu_patch.classify.keygate import key_gate
 from legacy_gpu_patch.classify.normalize import RAW_PREFIX_RE
@@ -25,53 +26,70 @@ from legacy_gpu_patch.classify.shapes import digit_blind, literals_blind
 
 __all__ = ["LeadStep", "LiteralIndex", "Prepared", "lead_machinery", "prepared"]
 
-GRAM = 3
-# Letters by how common they are in build logs, commonest first: a literal is indexed by its gram of the rarest ones.
-_COMMON = "etaoinsrcdlup/_-.:mh1f20 gbC"
 _RAW_SKIP_IDS = ("command-echo", "include-chain", "progress-line", "cmake-status", "test-result-line")
-
-
-def _rarity(gram: str) -> int:
-    return sum(_COMMON.find(ch) if ch in _COMMON else len(_COMMON) + 1 for ch in gram)
 
 
 class LiteralIndex:
     """Which rules (after the lead ones) a lowercased line may match, by the prefilter literals it holds.
 
-    Testing each of ~300 literals with `in` costs ~100 us a line, which an error-dense log pays on every line. Each
-    literal is indexed by one of its 3-character grams (its rarest); a line's grams select the few literals worth an
-    `in`. Exact: a literal in the line has its gram in the line.
+    Testing each of ~350 literals with `in` costs ~30 us a line, which every new message shape of an error-dense
+    log pays. All literals are searched at once instead, by one regex: a trie of them (`a(?:bc|d)`, each branch
+    led by its own literal character, which sre tests cheaply), in a look-ahead so that findall() tries it at
+    every position and returns the longest literal starting there. Exact: a literal the line holds either starts
+    where findall reports one, and is then a prefix of it, or lies inside a longer one found; both are "contained
+    in" a literal found, and each literal found stands for every literal it contains (`implied`).
     """
 
-    __slots__ = ("always", "by_gram", "gated", "grams", "short")
+    __slots__ = ("_finder", "always", "implied", "source")
 
     def __init__(self, rules: RuleSet) -> None:
-        self.always = tuple(sorted(rules.always))
-        self.gated = dict(zip(rules.literals, rules.literal_rules))
-        self.by_gram: dict[str, list[str]] = {}
-        self.short: list[str] = []
-        for lit in rules.literals:
-            if len(lit) < GRAM:
-                self.short.append(lit)
-                continue
-            gram = max((lit[i : i + GRAM] for i in range(len(lit) - GRAM + 1)), key=_rarity)
-            self.by_gram.setdefault(gram, []).append(lit)
-        # a set, so that a line's grams & it walks the line's ~70 grams, not the index's hundreds of keys
-        self.grams = frozenset(self.by_gram)
+        self.always = frozenset(rules.always)
+        gated = dict(zip(rules.literals, rules.literal_rules))
+        self.implied = {
+            lit: frozenset(i for other in rules.literals if other in lit for i in gated[other])
+            for lit in rules.literals
+        }
+        self.source = "(?=(" + _trie(rules.literals) + "))" if rules.literals else None
+        self._finder: Any = None
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self.always, self.implied, self.source
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.always, self.implied, self.source = state
+        self._finder = None
 
     def rules_for(self, low: str) -> list[int]:
         """Indices (priority order) of the rules whose prefilter literals occur in `low` (or that have none)."""
+        finder = self._finder
+        if finder is None:
+            if self.source is None:
+                return sorted(self.always)
+            finder = self._finder = re.compile(self.source).findall  # compiled when first needed: start-up
         idx = set(self.always)
-        gated = self.gated
-        grams = {low[i : i + GRAM] for i in range(len(low) - GRAM + 1)}
-        for gram in grams & self.grams:
-            for lit in self.by_gram[gram]:
-                if lit in low:
-                    idx.update(gated[lit])
-        for lit in self.short:
-            if lit in low:
-                idx.update(gated[lit])
+        implied = self.implied
+        for lit in set(finder(low)):
+            idx |= implied[lit]
         return sorted(idx)
+
+
+def _trie(words: Sequence[str]) -> str:
+    """A regex matching exactly the words, longest first at each point (greedy optional tails)."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        alts = [re.escape(ch) + emit(node[ch]) for ch in sorted(k for k in node if k)]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return "(?:" + body + ")?" if "" in node else body
+
+    return emit(root)
 
 
 @dataclass(frozen=True)
@@ -93,6 +111,8 @@ class Prepared:
     gates: tuple[Optional[tuple[str, int]], ...]  # per rule, its key gate's (pattern, flags)
     aware: tuple[tuple[int, tuple[str, ...]], ...]  # digit-aware units (lead steps, then rules[lead:]), literals
     raw_blind: bool = False  # the raw fast path cannot tell digits apart: its decision is one per line shape
+    # per rule, (its pattern, its key gate's) written to search the lowercased line case-sensitively (casefold.py)
+    lowered: tuple[tuple[Optional[str], Optional[str]], ...] = ()
 
 
 def _lead_plan(rules: Sequence[Rule], lead: int) -> tuple[LeadStep, ...]:
@@ -178,12 +198,17 @@ def prepare(rules: RuleSet) -> Prepared:
         factors=tuple(necessary_factors(r.regex) for r in rules.rules),
         gates=tuple(gates),
         aware=aware,
+        lowered=tuple(
+            (lowered(r.pattern, r.flags), lowered(*gate) if gate is not None else None)
+            for r, gate in zip(rules.rules, gates)
+        ),
     )
 
 
 def _code() -> list[Path]:
     here = Path(__file__).resolve().parent
-    return [here / name for name in ("prepare.py", "fastpath.py", "keygate.py", "shapes.py", "normalize.py")]
+    return [here / name for name in ("prepare.py", "fastpath.py", "keygate.py", "shapes.py", "normalize.py",
+                                       "casefold.py")]
 
 
 @lru_cache(maxsize=8)
@@ -222,3 +247,8 @@ def lead_machinery(rules: RuleSet) -> tuple[re.Pattern[bytes] | None, list[_Step
 
 def compile_gate(gate: tuple[str, int] | None) -> Any:
     return re.compile(gate[0], gate[1]) if gate is not None else None
+
+
+def compile_lowered(source: str | None, flags: int) -> re.Pattern[str] | None:
+    """A lowered pattern (casefold.py), compiled case-sensitively."""
+    return re.compile(source, flags & ~re.IGNORECASE) if source is not None else None

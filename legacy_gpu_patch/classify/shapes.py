@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Union
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports this module)
+    from legacy_gpu_patch.classify.casefold import LowMatch
     from legacy_gpu_patch.classify.match import Hit, Matcher
     from legacy_gpu_patch.classify.rules import Rule
 
@@ -139,7 +140,8 @@ class SpanMatch:
         return {name: self.group(i) for name, i in self.re.groupindex.items()}
 
 
-RuleMatch = Union["re.Match[str]", SpanMatch]  # a rule's match: the regex's own, or read off a shape's spans
+# a rule's match: the regex's own, read off a shape's spans, or a lowered pattern's (casefold.py)
+RuleMatch = Union["re.Match[str]", SpanMatch, "LowMatch"]
 _Entry = tuple[int, tuple[int, ...], "Rule | None", "re.Pattern[str] | None", tuple[tuple[int, int], ...]]
 
 

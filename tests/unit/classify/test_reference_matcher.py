@@ -1,0 +1,176 @@
+"""The matcher's fast paths against a straightforward reference: every rule in priority order, its prefilter, its
+own regex searched on the line. Same decision, same spans, on every rule's examples planted in generated
+error-dense logs, on the fixture logs and on the lines with their case changed at random; the lowered patterns
+(casefold.py) and the literal index (prepare.LiteralIndex) on their own too."""
+
+from __future__ import annotations
+
+import random
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from legacy_gpu_patch.classify.casefold import LowMatch, lowered
+from legacy_gpu_patch.classify.classifier import Classifier, Rule, classify_bytes, load_rules, normalize
+from legacy_gpu_patch.classify.prepare import LiteralIndex, prepared
+
+BENCH = Path(__file__).resolve().parents[3] / "bench"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
+
+
+def reference(text: str) -> Any:
+    """The decision read off the rules one by one: None (no rule, or an exception), else rule id and all spans."""
+    low = text.lower()
+    for rule in load_rules().rules:
+        if rule.prefilter and not any(lit in low for lit in rule.prefilter):
+            continue
+        m = rule.regex.search(text)
+        if m:
+            return None if rule.exception else (rule.id, [m.span(g) for g in range(m.re.groups + 1)])
+    return None
+
+
+def decision(hit: tuple[Rule, Any] | None, text: str) -> Any:
+    if hit is None or hit[0].exception:
+        return None
+    rule, m = hit
+    spans = [m.span(g) for g in range(rule.regex.groups + 1)]
+    groups = [m.group(g) for g in range(rule.regex.groups + 1)]
+    assert groups == [None if s < 0 else text[s:e] for s, e in spans]  # the group text is the line's own
+    return rule.id, spans
+
+
+def example_lines() -> list[str]:
+    return [t for r in load_rules().rules for t in (*r.examples, *r.not_examples)]
+
+
+def fixture_lines() -> list[str]:
+    lines = []
+    for path in sorted(FIXTURES.rglob("*.log")) + sorted(FIXTURES.rglob("*.corpus")):
+        lines += path.read_text("utf-8", "replace").splitlines()
+    return [t for t in lines if t.strip()]
+
+
+def recase(text: str, rnd: random.Random) -> str:
+    return "".join(ch.upper() if rnd.random() < 0.5 else ch.lower() for ch in text)
+
+
+def dense_log(rnd: random.Random, lines: int = 6000) -> list[str]:
+    """A failing build: progress lines, the bench's error shapes with random paths, and every rule's examples
+    planted at random offsets (nothing after some of them)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import classify_logs
+    finally:
+        sys.path.remove(str(BENCH))
+    examples = example_lines()
+    out = []
+    for i in range(lines):
+        d, n = rnd.choice(classify_logs.DIRS), rnd.choice(classify_logs.NAMES)
+        if i % 3 == 0:
+            out.append(rnd.choice(classify_logs.DENSE_ERRORS).format(
+                p=f"/src/{d}/{n}.cpp", l=rnd.randint(1, 9999), c=rnd.randint(1, 99), i=rnd.randint(1, 10**6), n=n))
+        elif i % 7 == 0:
+            out.append(rnd.choice(examples))
+        else:
+            out.append(f"[{i}/9999] Building CXX object {d}/{n}.cpp.o")
+    return out
+
+
+def test_the_matcher_decides_every_line_as_the_reference_does() -> None:
+    rnd = random.Random(12)
+    texts = [normalize(t) for t in (*example_lines(), *fixture_lines(), *dense_log(rnd))]
+    texts += [recase(t, rnd) for t in texts[:3000]]
+    shaped, plain = Classifier(), Classifier(use_shapes=False)
+    for text in texts:
+        want = reference(text)
+        assert decision(plain.match(text), text) == want, text
+        assert decision(shaped.match(text), text) == want, text  # the shape cache starts after 64 lines
+
+
+def test_findings_on_a_dense_log_with_every_rule_planted_are_the_reference_findings() -> None:
+    rnd = random.Random(5)
+    data = ("\n".join(dense_log(rnd, 4000)) + "\n").encode()
+    fast = classify_bytes(data)
+    slow = classify_bytes(data, use_shapes=False, accelerate=False)
+    assert [f.__dict__ for f in fast] == [f.__dict__ for f in slow]
+    assert {f.rule for f in fast} >= {"compiler-error", "undefined-reference", "cusparse-removed"}
+
+
+@pytest.mark.parametrize("which", ["rule", "gate"])
+def test_lowered_patterns_match_lowercased_text_at_the_same_spans(which: str) -> None:
+    rnd = random.Random(3)
+    prep = prepared(load_rules())
+    texts = [normalize(t) for t in (*example_lines(), *fixture_lines())]
+    texts = [t for t in texts if t.isascii()]
+    texts += [recase(t, rnd) for t in texts]
+    checked = 0
+    for rule, gate, (low_rule, low_gate) in zip(load_rules().rules, prep.gates, prep.lowered):
+        if which == "rule":
+            original, source = rule.regex, low_rule
+        elif gate is not None:
+            original, source = re.compile(*gate), low_gate
+        else:
+            continue
+        if not original.flags & re.IGNORECASE:
+            assert source is None
+            continue
+        assert source is not None, rule.id  # every case-insensitive pattern of the shipped rules is lowered
+        low = re.compile(source, original.flags & ~re.IGNORECASE)
+        checked += 1
+        for text in texts:
+            m, lm = original.search(text), low.search(text.lower())
+            assert (m is None) == (lm is None), (rule.id, text)
+            if m is not None and lm is not None:
+                got = LowMatch(lm, low, text)
+                assert [got.span(g) for g in range(original.groups + 1)] == [
+                    m.span(g) for g in range(original.groups + 1)], (rule.id, text)
+                assert got.groupdict() == m.groupdict() and got.groups() == m.groups()
+    assert checked > 40
+
+
+@pytest.mark.parametrize("pattern, text", [
+    (r"[A-Z]+_ERROR", "x CUDA_ERROR y"),
+    (r"[^a-z]x", "1X"),
+    (r"(?P<q>ab)c(?P=q)", "ABcab"),
+    (r"\bfoo\B", "FOOD"),
+    (r"caf[eé]", "CAFE"),
+    (r"(a|b)?c{2,3}?d*?(?=e)(?!f)(?<=d)(?<!x)e", "BCCDDE"),
+    (r"(?:ab|ac|ad)+z", "ABACz"),
+])
+def test_lowered_handwritten_patterns(pattern: str, text: str) -> None:
+    source = lowered(pattern, re.IGNORECASE)
+    assert source is not None
+    m = re.search(pattern, text, re.IGNORECASE)
+    lm = re.search(source, text.lower())
+    assert m is not None and lm is not None
+    assert [m.span(g) for g in range(m.re.groups + 1)] == [lm.span(g) for g in range(m.re.groups + 1)]
+
+
+@pytest.mark.parametrize("pattern, flags", [
+    (r"abc", 0),  # case-sensitive: nothing to lower
+    (r"a(?-i:b)c", re.IGNORECASE),  # a scoped flag
+    (r"a b", re.IGNORECASE | re.VERBOSE),
+])
+def test_patterns_that_are_not_lowered(pattern: str, flags: int) -> None:
+    assert lowered(pattern, flags) is None
+
+
+def test_the_literal_index_selects_the_rules_whose_literals_a_line_holds() -> None:
+    rules = load_rules()
+    index = LiteralIndex(rules)
+    gated = dict(zip(rules.literals, rules.literal_rules))
+    rnd = random.Random(9)
+    # lines made of overlapping literal pieces, and real lines
+    pieces = [lit[: rnd.randint(1, len(lit))] for lit in rules.literals] + list(rules.literals)
+    texts = ["".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 8))) for _ in range(3000)]
+    texts += [normalize(t).lower() for t in (*example_lines(), *fixture_lines())]
+    for low in texts:
+        want = set(rules.always)
+        for lit in rules.literals:
+            if lit in low:
+                want.update(gated[lit])
+        assert index.rules_for(low) == sorted(want), low
