@@ -10,6 +10,7 @@ run's temp dir counts as known.
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def baseline_keys(log: Path, *, max_findings: int = 100_000) -> set[tuple[str, s
             gzipped = probe.read(2) == b"\x1f\x8b"
         with (gzip.open(log, "rb") if gzipped else open(log, "rb")) as fh:
             classify_stream(fh, c)  # type: ignore[arg-type]
-    except (OSError, EOFError) as exc:  # unreadable, or a broken .gz (BadGzipFile is an OSError)
+    except (OSError, EOFError, zlib.error) as exc:  # unreadable, or a broken .gz (BadGzipFile is an OSError)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
         raise ConfigError(f"{log}: cannot read baseline log: {reason}",
                           hint="--baseline takes the log of a passing build (plain text or gzipped)") from None
