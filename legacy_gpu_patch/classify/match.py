@@ -26,20 +26,9 @@ SHAPES_AFTER = 64  # lines matched the plain way before the shape cache starts (
 _UNKNOWN: Any = object()  # not read yet (a rule whose pattern gives no strings has None)
 
 
-def _holds_all(need: tuple[frozenset[str], ...], low: str, holds: dict[frozenset[str], bool]) -> bool:
-    """Whether `low` holds a string of each set of `need` (results per set memoised in `holds`)."""
-    for one in need:
-        found = holds.get(one)
-        if found is None:
-            found = False
-            for f in one:
-                if f in low:
-                    found = True
-                    break
-            holds[one] = found
-        if not found:
-            return False
-    return True
+def _holds_all(need: tuple[frozenset[str], ...], held: frozenset[str]) -> bool:
+    """Whether the line holds a string of each set of `need` (`held`: the index's strings it holds)."""
+    return all(not held.isdisjoint(one) for one in need)
 
 
 @lru_cache(maxsize=8)
@@ -152,14 +141,14 @@ class Matcher:
         factors = self._factors if plain else self._no_factors
         searchers = self._searchers
         first = len(steps) - self._lead
-        # whether the line holds a string of a set, per set: the identifier rules share their sets (the "is
-        # undefined" phrases of every compiler), so each set is tested once a line, not once per rule
-        holds: dict[frozenset[str], bool] = {}
-        for i in self._index.rules_for(low):
+        index = self._index
+        found = index.found(low)  # one search for every prefilter literal and necessary string
+        held = index.holds(found) if plain else frozenset()
+        for i in index.rules_of(found):
             if skip and first + i in skip:
                 continue
             need = factors[i]
-            if need is not None and not _holds_all(need, low, holds):
+            if need is not None and not _holds_all(need, held):
                 continue  # a set of strings every match holds one of, none here: the regex cannot match
             entry = searchers[i]
             if entry is _UNKNOWN:  # compiled when the rule is first tried: start-up stays cheap
@@ -195,7 +184,8 @@ class Matcher:
         """Whether rules[i] matches `text` (`low`: text.lower()), tested as plain_match() tests it."""
         plain = text.isascii()
         need = self._factors[i] if plain else None
-        if need is not None and not _holds_all(need, low, {}):
+        # one line, a few rules: `in` on it (the index's search pays for itself over dozens of rules, not here)
+        if need is not None and not all(any(f in low for f in one) for one in need):
             return None
         entry = self._searchers[i]
         if entry is _UNKNOWN:

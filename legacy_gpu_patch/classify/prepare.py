@@ -30,47 +30,62 @@ _RAW_SKIP_IDS = ("command-echo", "include-chain", "progress-line", "cmake-status
 
 
 class LiteralIndex:
-    """Which rules (after the lead ones) a lowercased line may match, by the prefilter literals it holds.
+    """Which strings of the rules a lowercased line holds: the prefilter literals (which rules after the lead ones
+    it may match) and the necessary strings of every rule (fastpath.necessary_factors: which of them can match).
 
-    Testing each of ~350 literals with `in` costs ~30 us a line, which every new message shape of an error-dense
-    log pays. All literals are searched at once instead, by one regex: a trie of them (`a(?:bc|d)`, each branch
-    led by its own literal character, which sre tests cheaply), in a look-ahead so that findall() tries it at
-    every position and returns the longest literal starting there. Exact: a literal the line holds either starts
-    where findall reports one, and is then a prefix of it, or lies inside a longer one found; both are "contained
-    in" a literal found, and each literal found stands for every literal it contains (`implied`).
+    Testing each of ~350 literals and the factor sets with `in` costs ~40 us a line, which every new message
+    shape of an error-dense log pays. All the strings are searched at once instead, by one regex: a trie of them
+    (`a(?:bc|d)`, each branch led by its own literal character, which sre tests cheaply), in a look-ahead so that
+    findall() tries it at every position and returns the longest string starting there. Exact: a string the line
+    holds either starts where findall reports one, and is then a prefix of it, or lies inside a longer one found;
+    both are contained in a string found, and each string found stands for every string it contains (`contained`,
+    and the rules of the literals among them, `implied`).
     """
 
-    __slots__ = ("_finder", "always", "implied", "source")
+    __slots__ = ("_finder", "always", "contained", "implied", "source")
 
-    def __init__(self, rules: RuleSet) -> None:
+    def __init__(self, rules: RuleSet, extra: Sequence[str] = ()) -> None:
+        """`extra`: more lowercased strings to look for (the rules' necessary strings)."""
         self.always = frozenset(rules.always)
         gated = dict(zip(rules.literals, rules.literal_rules))
-        self.implied = {
-            lit: frozenset(i for other in rules.literals if other in lit for i in gated[other])
-            for lit in rules.literals
-        }
-        self.source = "(?=(" + _trie(rules.literals) + "))" if rules.literals else None
+        strings = list(dict.fromkeys([*rules.literals, *(s for s in extra if s)]))
+        self.contained = {s: frozenset(o for o in strings if o in s) for s in strings}
+        self.implied = {s: frozenset(i for o in self.contained[s] if o in gated for i in gated[o]) for s in strings}
+        self.source = "(?=(" + _trie(strings) + "))" if strings else None
         self._finder: Any = None
 
     def __getstate__(self) -> tuple[Any, ...]:
-        return self.always, self.implied, self.source
+        return self.always, self.contained, self.implied, self.source
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        self.always, self.implied, self.source = state
+        self.always, self.contained, self.implied, self.source = state
         self._finder = None
 
-    def rules_for(self, low: str) -> list[int]:
-        """Indices (priority order) of the rules whose prefilter literals occur in `low` (or that have none)."""
+    def found(self, low: str) -> set[str]:
+        """The longest string of the index starting at each position of `low` (see the class docstring)."""
         finder = self._finder
         if finder is None:
             if self.source is None:
-                return sorted(self.always)
+                return set()
             finder = self._finder = re.compile(self.source).findall  # compiled when first needed: start-up
+        return set(finder(low))
+
+    def holds(self, found: set[str]) -> frozenset[str]:
+        """Every string of the index the line holds, from found()."""
+        contained = self.contained
+        return frozenset().union(*(contained[s] for s in found))
+
+    def rules_of(self, found: set[str]) -> list[int]:
+        """Indices (priority order) of the rules whose prefilter literals the line holds (or that have none)."""
         idx = set(self.always)
         implied = self.implied
-        for lit in set(finder(low)):
-            idx |= implied[lit]
+        for s in found:
+            idx |= implied[s]
         return sorted(idx)
+
+    def rules_for(self, low: str) -> list[int]:
+        """rules_of(found(low))."""
+        return self.rules_of(self.found(low))
 
 
 def _trie(words: Sequence[str]) -> str:
@@ -190,12 +205,13 @@ def prepare(rules: RuleSet) -> Prepared:
         if not (literals_blind(pre) and digit_blind(re.compile(pattern, flags)))
     )
     raw_skip = _raw_skip(rules.rules[: rules.lead])
+    factors = tuple(necessary_factors(r.regex) for r in rules.rules)
     return Prepared(
-        index=LiteralIndex(rules),
+        index=LiteralIndex(rules, [s for need in factors if need for one in need for s in sorted(one)]),
         lead=plan,
         raw_skip=raw_skip,
         raw_blind=raw_skip is not None and _raw_path_blind(re.compile(raw_skip)),
-        factors=tuple(necessary_factors(r.regex) for r in rules.rules),
+        factors=factors,
         gates=tuple(gates),
         aware=aware,
         lowered=tuple(
