@@ -19,6 +19,7 @@ pattern back from re's parse tree and checks that what it wrote, lowering left o
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
@@ -51,6 +52,13 @@ def _char_set(chars: list[int]) -> str:
     return "[" + "".join(out) + "]"
 
 
+@lru_cache(maxsize=1024)
+def _lowered_char(src: str, flags: int) -> str:
+    """The set of characters of a lowercased ASCII text (those equal to their lower()) that `src` takes."""
+    one = re.compile(src, flags)
+    return _char_set([u for u in range(128) if chr(u).lower() == chr(u) and one.fullmatch(chr(u))])
+
+
 class _Writer:
     def __init__(self, names: dict[int, str], flags: int, lower: bool) -> None:
         self.names = names
@@ -62,11 +70,7 @@ class _Writer:
 
     def one_char(self, src: str) -> str:
         """A one-character item: as it is, or (lowering) the set of lowercased ASCII characters it takes."""
-        if not self.lower:
-            return src
-        one = re.compile(src, self.flags)
-        # the characters of a lowercased ASCII text are those equal to their lower()
-        return _char_set([u for u in range(128) if chr(u).lower() == chr(u) and one.fullmatch(chr(u))])
+        return _lowered_char(src, self.flags) if self.lower else src
 
     def item(self, op: Any, av: Any) -> str:
         c = _C
@@ -174,8 +178,7 @@ def lowered(pattern: str, flags: int) -> str | None:
         if _tree(again) != _tree(parsed) or again.state.groupdict != parsed.state.groupdict:
             return None
         low = _Writer(names, flags, lower=True).seq(parsed)
-        compiled = re.compile(low, kept)
-        if compiled.groupindex != re.compile(pattern, flags).groupindex:
+        if dict(re.compile(low, kept).groupindex) != parsed.state.groupdict:
             return None
         return low
     except (_Unsupported, re.error, KeyError, ValueError, TypeError, RecursionError):

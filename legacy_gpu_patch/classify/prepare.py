@@ -11,6 +11,7 @@ Only compiling is left to each run (and only for the patterns it reaches).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -29,6 +30,9 @@ __all__ = ["LeadStep", "LiteralIndex", "Prepared", "lead_machinery", "prepared"]
 _RAW_SKIP_IDS = ("command-echo", "include-chain", "progress-line", "cmake-status", "test-result-line")
 
 
+PLAIN_LINES = 64  # lines whose strings are tested one by one before the trie is compiled
+
+
 class LiteralIndex:
     """Which strings of the rules a lowercased line holds: the prefilter literals (which rules after the lead ones
     it may match) and the necessary strings of every rule (fastpath.necessary_factors: which of them can match).
@@ -42,17 +46,20 @@ class LiteralIndex:
     and the rules of the literals among them, `implied`).
     """
 
-    __slots__ = ("_finder", "always", "contained", "implied", "source")
+    __slots__ = ("_finder", "_plain_left", "always", "contained", "implied", "source")
 
     def __init__(self, rules: RuleSet, extra: Sequence[str] = ()) -> None:
         """`extra`: more lowercased strings to look for (the rules' necessary strings)."""
         self.always = frozenset(rules.always)
         gated = dict(zip(rules.literals, rules.literal_rules))
         strings = list(dict.fromkeys([*rules.literals, *(s for s in extra if s)]))
-        self.contained = {s: frozenset(o for o in strings if o in s) for s in strings}
+        by_length = sorted(strings, key=len)
+        self.contained = {s: frozenset(o for o in by_length[: bisect_right(by_length, len(s), key=len)] if o in s)
+                          for s in strings}
         self.implied = {s: frozenset(i for o in self.contained[s] if o in gated for i in gated[o]) for s in strings}
         self.source = "(?=(" + _trie(strings) + "))" if strings else None
         self._finder: Any = None
+        self._plain_left = PLAIN_LINES
 
     def __getstate__(self) -> tuple[Any, ...]:
         return self.always, self.contained, self.implied, self.source
@@ -60,6 +67,7 @@ class LiteralIndex:
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         self.always, self.contained, self.implied, self.source = state
         self._finder = None
+        self._plain_left = PLAIN_LINES
 
     def found(self, low: str) -> set[str]:
         """The longest string of the index starting at each position of `low` (see the class docstring)."""
@@ -67,7 +75,12 @@ class LiteralIndex:
         if finder is None:
             if self.source is None:
                 return set()
-            finder = self._finder = re.compile(self.source).findall  # compiled when first needed: start-up
+            if self._plain_left > 0:
+                # the trie costs ~20 ms to compile: a log with a few error lines tests the strings one by one (every
+                # string held, a superset of what findall reports, closed under containment: the same holds())
+                self._plain_left -= 1
+                return {s for s in self.contained if s in low}
+            finder = self._finder = re.compile(self.source).findall
         return set(finder(low))
 
     def holds(self, found: set[str]) -> frozenset[str]:

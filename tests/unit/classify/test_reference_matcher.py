@@ -161,7 +161,9 @@ def test_patterns_that_are_not_lowered(pattern: str, flags: int) -> None:
 
 def test_the_literal_index_selects_the_rules_whose_literals_a_line_holds() -> None:
     rules = load_rules()
-    index = LiteralIndex(rules)
+    index = LiteralIndex(rules)  # the trie (after its first PLAIN_LINES lines)
+    plain = LiteralIndex(rules)  # the strings tested one by one
+    plain._plain_left = 1 << 30
     gated = dict(zip(rules.literals, rules.literal_rules))
     rnd = random.Random(9)
     # lines made of overlapping literal pieces, and real lines
@@ -173,4 +175,6 @@ def test_the_literal_index_selects_the_rules_whose_literals_a_line_holds() -> No
         for lit in rules.literals:
             if lit in low:
                 want.update(gated[lit])
-        assert index.rules_for(low) == sorted(want), low
+        assert index.rules_for(low) == sorted(want) == plain.rules_for(low), low
+        assert index.holds(index.found(low)) == plain.holds(plain.found(low)) == {
+            s for s in index.contained if s in low}
