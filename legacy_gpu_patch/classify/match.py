@@ -59,6 +59,7 @@ class Matcher:
         self._lowered = prep.lowered or ((None, None),) * len(self._rules)
         self._searchers = _rule_searchers(self.rules)
         self._aware = dict(prep.aware)
+        self._aware_runs = dict(prep.aware_runs)
         self._matched = 0  # lines matched the plain way; past SHAPES_AFTER, by shape
         self._use_shapes = use_shapes
         self._shapes: ShapeCache | None = None
@@ -122,7 +123,7 @@ class Matcher:
             return shapes.match(self, text)
         self._matched += 1
         if self._matched >= SHAPES_AFTER and self._use_shapes:
-            self._shapes = ShapeCache(self._aware)
+            self._shapes = ShapeCache(self._aware, self._aware_runs)
         found = self.plain_match(text)
         return None if found is None else (found[1], found[2])
 

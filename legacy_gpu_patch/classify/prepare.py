@@ -23,7 +23,7 @@ from legacy_gpu_patch.classify.fastpath import _RAW_PREFIX_FIRST, _anchored, nec
 from legacy_gpu_patch.classify.keygate import key_gate
 from legacy_gpu_patch.classify.normalize import RAW_PREFIX_RE
 from legacy_gpu_patch.classify.rules import Rule, RuleSet
-from legacy_gpu_patch.classify.shapes import digit_blind, literals_blind
+from legacy_gpu_patch.classify.shapes import digit_blind, digit_contexts, literals_blind
 
 __all__ = ["LeadStep", "LiteralIndex", "Prepared", "lead_machinery", "prepared"]
 
@@ -141,6 +141,8 @@ class Prepared:
     raw_blind: bool = False  # the raw fast path cannot tell digits apart: its decision is one per line shape
     # per rule, (its pattern, its key gate's) written to search the lowercased line case-sensitively (casefold.py)
     lowered: tuple[tuple[Optional[str], Optional[str]], ...] = ()
+    # per digit-aware unit, the literal runs through which alone it tells digits apart (shapes.digit_contexts)
+    aware_runs: tuple[tuple[int, Optional[tuple[str, ...]]], ...] = ()
 
 
 def _lead_plan(rules: Sequence[Rule], lead: int) -> tuple[LeadStep, ...]:
@@ -227,6 +229,7 @@ def prepare(rules: RuleSet) -> Prepared:
         factors=factors,
         gates=tuple(gates),
         aware=aware,
+        aware_runs=tuple((u, digit_contexts(re.compile(units[u][0], units[u][1]), pre)) for u, pre in aware),
         lowered=tuple(
             (lowered(r.pattern, r.flags), lowered(*gate) if gate is not None else None)
             for r, gate in zip(rules.rules, gates)

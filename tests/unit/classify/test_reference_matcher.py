@@ -16,6 +16,7 @@ import pytest
 from legacy_gpu_patch.classify.casefold import LowMatch, lowered
 from legacy_gpu_patch.classify.classifier import Classifier, Rule, classify_bytes, load_rules, normalize
 from legacy_gpu_patch.classify.prepare import LiteralIndex, prepared
+from legacy_gpu_patch.classify.shapes import digit_contexts
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
@@ -178,3 +179,31 @@ def test_the_literal_index_selects_the_rules_whose_literals_a_line_holds() -> No
         assert index.rules_for(low) == sorted(want) == plain.rules_for(low), low
         assert index.holds(index.found(low)) == plain.holds(plain.found(low)) == {
             s for s in index.contained if s in low}
+
+
+@pytest.mark.parametrize("pattern, prefilter, runs", [
+    (r"cusparse(?:csr2csc|mv)\w*", (), ("csr2csc",)),
+    (r"error MSB(?:3721|3073)\b", ("error",), ("error msb3", "721", "073")),  # sre moves the common 3 out
+    (r"LNK1181: cannot open", ("lnk1181",), ("lnk1181: cannot open", "lnk1181")),
+    (r"sm_[0-5]\d", (), None),  # a class with some digits
+    (r"(?P<a>\w)(?P=a)", (), None),  # a back-reference
+    (r"[^7]x", (), None),
+    (r"\d+ errors", (), ()),  # blind
+])
+def test_digit_contexts(pattern: str, prefilter: tuple[str, ...], runs: tuple[str, ...] | None) -> None:
+    assert digit_contexts(re.compile(pattern), prefilter) == runs
+
+
+@pytest.mark.parametrize("first, second", [
+    ('x.cu(1): error: identifier "cusparseScsr3csc" is undefined',  # no run: the unit is skipped for the shape
+     'x.cu(1): error: identifier "cusparseScsr2csc" is undefined'),  # ...and this line holds `csr2csc`
+    ("x.cpp:1:1: error MSB3722: nothing", "x.cpp:1:1: error MSB3721: nothing"),
+    ("/usr/bin/ld: cannot find -lcusparse9", "LINK : fatal error LNK1181: cannot open input file 'x.lib'"),
+])
+def test_a_line_that_holds_a_digit_run_is_tried_where_its_shape_skips_the_rule(first: str, second: str) -> None:
+    c = Classifier()
+    for _ in range(70):  # past SHAPES_AFTER: the shape cache decides
+        c.match(normalize("[1/2] Building CXX object a.o"))
+    for text in (first, second, first, second):
+        text = normalize(text)
+        assert decision(c.match(text), text) == reference(text), text
