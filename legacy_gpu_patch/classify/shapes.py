@@ -64,48 +64,19 @@ def _class_blind(items: Any) -> bool:
     return len({takes(ch) for ch in _DIGITS}) == 1
 
 
-def _blind(items: Any) -> bool:
-    c = _sre_constants
-    for op, av in items:
-        if op in (c.LITERAL, c.NOT_LITERAL):
-            if av in _DIGITS:
-                return False
-        elif op is c.IN:
-            if not _class_blind(av):
-                return False
-        elif op in (c.ANY, c.AT):
-            continue
-        elif op is c.BRANCH:
-            if not all(_blind(b) for b in av[1]):
-                return False
-        elif op is c.SUBPATTERN:
-            if not _blind(av[3]):
-                return False
-        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
-            if not _blind(av[2]):
-                return False
-        elif op in (c.ASSERT, c.ASSERT_NOT):
-            if not _blind(av[1]):
-                return False
-        elif op is getattr(c, "ATOMIC_GROUP", None):
-            if not _blind(av):
-                return False
-        else:
-            return False  # back-references, conditionals, anything else: digits may matter
-    return True
-
-
 def digit_blind(regex: re.Pattern[Any]) -> bool:
     """Whether `regex` treats the ten ASCII digits alike: then it matches a text exactly where it matches the text
     with its digits changed, at the same places. False when unsure."""
+    runs: list[str] = []
     try:
-        return _blind(_sre_parse.parse(regex.pattern, regex.flags))
+        return _contexts(_sre_parse.parse(regex.pattern, regex.flags), runs) and not runs
     except Exception:  # an internal module: any surprise means "not known to be blind"
         return False
 
 
 def _contexts(items: Any, out: list[str]) -> bool:
-    """Collect (lowercased) each run of literals that holds a digit; False where digits matter otherwise."""
+    """Collect (lowercased) each run of literals that holds a digit; False where digits matter otherwise
+    (back-references, conditionals, a class or a NOT_LITERAL that tells digits apart, anything not known)."""
     c = _sre_constants
     run: list[int] = []
 
