@@ -212,7 +212,11 @@ class Collector(Matcher):
         build's error beyond the caps costs its key and its count.
         """
         where: tuple[str | None, int | None, int] | None = None
-        key = next((k for k in (m.group(g) for g in rule.key_groups) if k), None)
+        key = None
+        for g in rule.key_groups:  # a loop, not next(genexpr): every error line of a failing build passes here
+            key = m.group(g)
+            if key:
+                break
         if not key:
             where = location(text, _decoded(before()))
             key = text[where[2] :].strip().lower()[:200]
