@@ -207,3 +207,17 @@ def test_a_line_that_holds_a_digit_run_is_tried_where_its_shape_skips_the_rule(f
     for text in (first, second, first, second):
         text = normalize(text)
         assert decision(c.match(text), text) == reference(text), text
+
+
+def test_a_full_shape_cache_starts_again_with_the_same_findings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from legacy_gpu_patch.classify import match as match_mod
+    from legacy_gpu_patch.classify import shapes as shapes_mod
+
+    monkeypatch.setattr(shapes_mod, "MAX_SHAPES", 16)
+    monkeypatch.setattr(match_mod, "MAX_SHAPES", 16)
+    data = ("\n".join(dense_log(random.Random(8), 3000)) + "\n").encode()
+    c = Classifier()
+    c.feed(data)
+    small = c.close()
+    assert c._shapes is not None and len(c._shapes.entries) <= 16
+    assert [f.__dict__ for f in small] == [f.__dict__ for f in classify_bytes(data, use_shapes=False)]
