@@ -10,6 +10,7 @@ run's temp dir counts as known.
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,13 +24,18 @@ __all__ = ["baseline_keys", "new_findings"]
 def baseline_keys(log: Path, *, max_findings: int = 100_000) -> set[tuple[str, str]]:
     """The keys of every finding of a (passing) build's log; gzipped logs are read as CI hands them out."""
     if not log.is_file():
-        raise ConfigError(f"{log}: no such baseline log")
-    with open(log, "rb") as probe:
-        gzipped = probe.read(2) == b"\x1f\x8b"
+        raise ConfigError(f"{log}: no such baseline log", hint="--baseline takes the log of a passing build")
     # a high cap: a finding of the green log dropped for the cap would come back as "new"
     c = Classifier(max_findings=max_findings, context_before=0, context_after=0)
-    with (gzip.open(log, "rb") if gzipped else open(log, "rb")) as fh:
-        classify_stream(fh, c)  # type: ignore[arg-type]
+    try:
+        with open(log, "rb") as probe:
+            gzipped = probe.read(2) == b"\x1f\x8b"
+        with (gzip.open(log, "rb") if gzipped else open(log, "rb")) as fh:
+            classify_stream(fh, c)  # type: ignore[arg-type]
+    except (OSError, EOFError, zlib.error) as exc:  # unreadable, or a broken .gz (BadGzipFile is an OSError)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+        raise ConfigError(f"{log}: cannot read baseline log: {reason}",
+                          hint="--baseline takes the log of a passing build (plain text or gzipped)") from None
     return {baseline_key(f) for f in c.findings()}
 
 

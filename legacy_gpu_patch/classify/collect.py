@@ -9,6 +9,7 @@ every count stays exact (`errors`, `warnings`, `dropped`, `Finding.count`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ from legacy_gpu_patch.classify.shapes import RuleMatch
 
 __all__ = ["Collector"]
 
+Before = Callable[[], list[bytes]]  # the raw lines before a message, read when a kept occurrence needs them
 MESSAGE_CHARS = 500
 WRAP_MIN = 72  # a line this long may continue on the next one (consoles and CI viewers wrap at 80-200 columns)
 
@@ -30,7 +32,7 @@ class _Block:
     rule: Rule
     lineno: int
     header: str
-    before: list[bytes]
+    before: Before
     lines: list[str] = field(default_factory=list)
 
 
@@ -41,7 +43,7 @@ class _Pending:
     rule: Rule
     lineno: int
     text: str
-    before: list[bytes]
+    before: Before
     match: RuleMatch
 
 
@@ -96,9 +98,10 @@ class Collector(Matcher):
         self._pending: _Pending | None = None
         self.on_finding: Any = None  # callback(finding, new: bool) for live displays
 
-    def _before(self, block: bytes, s: int, n: int) -> list[bytes]:
-        """The n lines before block[s:], raw (the feeding side knows them; decoded only for a finding kept)."""
-        return []
+    def _before(self, block: bytes, s: int, n: int) -> Before:
+        """The n lines before block[s:], raw, when called (the feeding side knows them; read and decoded only for
+        an occurrence kept: most of a failing build's error lines are beyond the caps)."""
+        return _NO_LINES
 
     def _classify(self, lineno: int, text: str, block: bytes | None, s: int) -> None:
         hit = self.match(text)
@@ -107,7 +110,7 @@ class Collector(Matcher):
         rule, m = hit
         if rule.exception:
             return
-        before = self._before(block, s, self.context_before) if block is not None else []
+        before = self._before(block, s, self.context_before) if block is not None else _NO_LINES
         if rule.block is not None:
             self._finish_block()
             self._block = _Block(rule, lineno, text, before)
@@ -200,7 +203,7 @@ class Collector(Matcher):
         m: RuleMatch,
         lineno: int,
         text: str,
-        before: list[bytes],
+        before: Before,
         after: list[str] | None = None,
     ) -> None:
         """Count one occurrence: of a finding already known (same rule and key), or of a new one.
@@ -209,9 +212,13 @@ class Collector(Matcher):
         build's error beyond the caps costs its key and its count.
         """
         where: tuple[str | None, int | None, int] | None = None
-        key = next((k for k in (m.group(g) for g in rule.key_groups) if k), None)
+        key = None
+        for g in rule.key_groups:  # a loop, not next(genexpr): every error line of a failing build passes here
+            key = m.group(g)
+            if key:
+                break
         if not key:
-            where = location(text, _decoded(before))
+            where = location(text, _decoded(before()))
             key = text[where[2] :].strip().lower()[:200]
         if rule.severity == "error":
             self.errors += 1
@@ -221,7 +228,7 @@ class Collector(Matcher):
         if found is not None:
             found.count += 1
             if len(found.occurrences) < self.max_occurrences:
-                file, line, _ = where or location(text, _decoded(before))
+                file, line, _ = where or location(text, _decoded(before()))
                 found.occurrences.append(Occurrence(lineno, file, line, self.phase))
             if self.on_finding:
                 self.on_finding(found, False)
@@ -229,7 +236,7 @@ class Collector(Matcher):
         if len(self._findings) >= self.max_findings:
             self.dropped += 1
             return
-        context = _decoded(before)
+        context = _decoded(before())
         file, line, _ = where or location(text, context)
         finding = _new_finding(rule, text, key, Occurrence(lineno, file, line, self.phase), context)
         if after is not None:
@@ -248,6 +255,13 @@ class Collector(Matcher):
 
     def has_errors(self) -> bool:
         return any(f.is_error for f in self._findings.values())
+
+
+def _no_lines() -> list[bytes]:
+    return []
+
+
+_NO_LINES: Before = _no_lines
 
 
 def _decoded(before: list[bytes]) -> list[str]:

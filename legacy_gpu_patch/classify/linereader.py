@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from legacy_gpu_patch.classify.collect import Collector
+from legacy_gpu_patch.classify.collect import Before, Collector
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
 from legacy_gpu_patch.classify.normalize import context_text, normalize, strip_prefixes
 
@@ -49,20 +49,9 @@ class LineReader(Collector):
             text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
         return self._finish_pending(text, strip_prefixes(head)[:1].encode())
 
-    def _before(self, block: bytes, s: int, n: int) -> list[bytes]:
-        out: list[bytes] = []
-        lo = self._block_start
-        end = s - 1
-        while len(out) < n and end >= lo:
-            start = block.rfind(b"\n", lo, end) + 1 or lo
-            out.append(block[start:end])
-            end = start - 1
-        if len(out) < n:
-            need = n - len(out)
-            carry = list(self._carry)
-            out.extend(reversed(carry[-need:]))
-        out.reverse()
-        return out
+    def _before(self, block: bytes, s: int, n: int) -> Before:
+        lo, carry = self._block_start, tuple(self._carry)  # as they are now: read later, when a kept one needs them
+        return lambda: _lines_before(block, s, n, lo, carry)
 
     def _line(self, lineno: int, block: bytes, s: int, e: int, hit: int, checked: bool = False) -> bool:
         """Look at one line; True when it was classified or taken into a block or join (done with it).
@@ -104,3 +93,18 @@ class LineReader(Collector):
         if text:
             self._classify(lineno, text, block, s)
         return True
+
+
+def _lines_before(block: bytes, s: int, n: int, lo: int, carry: tuple[bytes, ...]) -> list[bytes]:
+    """The n lines before block[s:] (block[lo:] is this chunk; `carry`: the last lines of the chunk before)."""
+    out: list[bytes] = []
+    end = s - 1
+    while len(out) < n and end >= lo:
+        start = block.rfind(b"\n", lo, end) + 1 or lo
+        out.append(block[start:end])
+        end = start - 1
+    if len(out) < n:
+        need = n - len(out)
+        out.extend(reversed(carry[-need:]))
+    out.reverse()
+    return out

@@ -12,8 +12,9 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from legacy_gpu_patch.classify.casefold import LowMatch
 from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MATCH_WINDOW, _strip_raw_prefixes
-from legacy_gpu_patch.classify.prepare import LiteralIndex, compile_gate, lead_machinery, prepared
+from legacy_gpu_patch.classify.prepare import LiteralIndex, compile_gate, compile_lowered, lead_machinery, prepared
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
 from legacy_gpu_patch.classify.shapes import MAX_SHAPES, RAW_TO_ZERO, RuleMatch, ShapeCache
 
@@ -25,26 +26,15 @@ SHAPES_AFTER = 64  # lines matched the plain way before the shape cache starts (
 _UNKNOWN: Any = object()  # not read yet (a rule whose pattern gives no strings has None)
 
 
-def _holds_all(need: tuple[frozenset[str], ...], low: str, holds: dict[frozenset[str], bool]) -> bool:
-    """Whether `low` holds a string of each set of `need` (results per set memoised in `holds`)."""
-    for one in need:
-        found = holds.get(one)
-        if found is None:
-            found = False
-            for f in one:
-                if f in low:
-                    found = True
-                    break
-            holds[one] = found
-        if not found:
-            return False
-    return True
+def _holds_all(need: tuple[frozenset[str], ...], held: frozenset[str]) -> bool:
+    """Whether the line holds a string of each set of `need` (`held`: the index's strings it holds)."""
+    return all(not held.isdisjoint(one) for one in need)
 
 
 @lru_cache(maxsize=8)
-def _rule_gates(rules: RuleSet) -> list[Any]:
-    """Per rule, its key gate (keygate.py), compiled when the rule is first tried (shared by a rule set's
-    matchers)."""
+def _rule_searchers(rules: RuleSet) -> list[Any]:
+    """Per rule, (its key gate (keygate.py), the gate lowered, the rule's pattern lowered (casefold.py)), compiled
+    when the rule is first tried (shared by a rule set's matchers)."""
     return [_UNKNOWN] * len(rules.rules)
 
 
@@ -66,8 +56,10 @@ class Matcher:
         self._factors = prep.factors
         self._no_factors: tuple[Any, ...] = (None,) * len(self._rules)
         self._gate_sources = prep.gates
-        self._gates = _rule_gates(self.rules)
+        self._lowered = prep.lowered or ((None, None),) * len(self._rules)
+        self._searchers = _rule_searchers(self.rules)
         self._aware = dict(prep.aware)
+        self._aware_runs = dict(prep.aware_runs)
         self._matched = 0  # lines matched the plain way; past SHAPES_AFTER, by shape
         self._use_shapes = use_shapes
         self._shapes: ShapeCache | None = None
@@ -131,11 +123,11 @@ class Matcher:
             return shapes.match(self, text)
         self._matched += 1
         if self._matched >= SHAPES_AFTER and self._use_shapes:
-            self._shapes = ShapeCache(self._aware)
+            self._shapes = ShapeCache(self._aware, self._aware_runs)
         found = self.plain_match(text)
         return None if found is None else (found[1], found[2])
 
-    def plain_match(self, text: str, skip: frozenset[int] = frozenset()) -> tuple[int, Rule, re.Match[str]] | None:
+    def plain_match(self, text: str, skip: frozenset[int] = frozenset()) -> tuple[int, Rule, RuleMatch] | None:
         """(unit, rule, match) of the first rule that matches, trying none of the units in `skip`.
 
         Units number the rules as they are tried: the lead steps (prepare.lead_machinery), then rules[lead:].
@@ -146,27 +138,71 @@ class Matcher:
         steps = self._lead_steps
         rules = self._rules
         low = text.lower()
-        factors = self._factors if text.isascii() else self._no_factors
-        gates = self._gates
+        plain = text.isascii()
+        factors = self._factors if plain else self._no_factors
+        searchers = self._searchers
         first = len(steps) - self._lead
-        # whether the line holds a string of a set, per set: the identifier rules share their sets (the "is
-        # undefined" phrases of every compiler), so each set is tested once a line, not once per rule
-        holds: dict[frozenset[str], bool] = {}
-        for i in self._index.rules_for(low):
+        index = self._index
+        found = index.found(low)  # one search for every prefilter literal and necessary string
+        held = index.holds(found) if plain else frozenset()
+        for i in index.rules_of(found):
             if skip and first + i in skip:
                 continue
             need = factors[i]
-            if need is not None and not _holds_all(need, low, holds):
+            if need is not None and not _holds_all(need, held):
                 continue  # a set of strings every match holds one of, none here: the regex cannot match
-            gate = gates[i]
-            if gate is _UNKNOWN:  # compiled when the rule is first tried: start-up stays cheap
-                gate = gates[i] = compile_gate(self._gate_sources[i])
-            if gate is not None and gate.search(text) is None:
+            entry = searchers[i]
+            if entry is _UNKNOWN:  # compiled when the rule is first tried: start-up stays cheap
+                entry = self._searcher(i)
+            gate, low_gate, low_regex = entry
+            if plain and low_gate is not None:
+                if low_gate.search(low) is None:
+                    continue
+            elif gate is not None and gate.search(text) is None:
                 continue  # no match of its key groups: the rule cannot match (keygate.py)
+            if plain and low_regex is not None:
+                lm = low_regex.search(low)  # the same spans as rules[i].regex on text (casefold.py)
+                if lm:
+                    return first + i, rules[i], LowMatch(lm, low_regex, text)
+                continue
             m = rules[i].regex.search(text)
             if m:
                 return first + i, rules[i], m
         return None
+
+    def _searcher(self, i: int) -> tuple[Any, Any, Any]:
+        gate_source = self._gate_sources[i]
+        low_source, low_gate = self._lowered[i]
+        entry = (
+            compile_gate(gate_source),
+            compile_lowered(low_gate, gate_source[1]) if gate_source is not None else None,
+            compile_lowered(low_source, self._rules[i].flags),
+        )
+        self._searchers[i] = entry
+        return entry
+
+    def _rule_match(self, i: int, text: str, low: str) -> Hit | None:
+        """Whether rules[i] matches `text` (`low`: text.lower()), tested as plain_match() tests it."""
+        plain = text.isascii()
+        need = self._factors[i] if plain else None
+        # one line, a few rules: `in` on it (the index's search pays for itself over dozens of rules, not here)
+        if need is not None and not all(any(f in low for f in one) for one in need):
+            return None
+        entry = self._searchers[i]
+        if entry is _UNKNOWN:
+            entry = self._searcher(i)
+        gate, low_gate, low_regex = entry
+        if plain and low_gate is not None:
+            if low_gate.search(low) is None:
+                return None
+        elif gate is not None and gate.search(text) is None:
+            return None
+        rule = self._rules[i]
+        if plain and low_regex is not None:
+            lm = low_regex.search(low)
+            return (rule, LowMatch(lm, low_regex, text)) if lm else None
+        m = rule.regex.search(text)
+        return (rule, m) if m else None
 
     def unit_match(self, unit: int, text: str, low: str) -> Hit | None:
         """Whether one unit of plain_match() matches `text` (`low`: text.lower()), as plain_match() tries it."""
@@ -174,11 +210,11 @@ class Matcher:
         if unit < len(steps):
             rule, group, find = steps[unit]
             return self._step_match(rule, group, find, text, low)
-        rule = self._rules[unit - len(steps) + self._lead]
+        i = unit - len(steps) + self._lead
+        rule = self._rules[i]
         if rule.prefilter and not any(lit in low for lit in rule.prefilter):
             return None  # the literal index would not have selected it
-        m = rule.regex.search(text)
-        return (rule, m) if m else None
+        return self._rule_match(i, text, low)
 
     @staticmethod
     def _step_match(
@@ -207,13 +243,20 @@ class Matcher:
         found = self._lead_first(text, frozenset())
         return None if found is None else (found[1], found[2])
 
-    def _lead_first(self, text: str, skip: frozenset[int]) -> tuple[int, Rule, re.Match[str]] | None:
+    def _lead_first(self, text: str, skip: frozenset[int]) -> tuple[int, Rule, RuleMatch] | None:
         low = None
         for j, (rule, group, find) in enumerate(self._lead_steps):
-            if j in skip:
+            if skip and j in skip:
                 continue
-            if group is None and rule.prefilter and low is None:
-                low = text.lower()
+            if group is None and rule.prefilter:
+                # the prefilter tested here, as _step_match tests it: most steps stop at it (a call saved)
+                if low is None:
+                    low = text.lower()
+                for lit in rule.prefilter:
+                    if lit in low:
+                        break
+                else:
+                    continue
             hit = self._step_match(rule, group, find, text, low)
             if hit is not None:
                 return j, hit[0], hit[1]

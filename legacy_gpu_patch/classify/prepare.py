@@ -11,67 +11,113 @@ Only compiling is left to each run (and only for the patterns it reaches).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
+from legacy_gpu_patch.classify.casefold import lowered
 from legacy_gpu_patch.classify.fastpath import _RAW_PREFIX_FIRST, _anchored, necessary_factors
 from legacy_gpu_patch.classify.keygate import key_gate
 from legacy_gpu_patch.classify.normalize import RAW_PREFIX_RE
 from legacy_gpu_patch.classify.rules import Rule, RuleSet
-from legacy_gpu_patch.classify.shapes import digit_blind, literals_blind
+from legacy_gpu_patch.classify.shapes import digit_blind, digit_contexts, literals_blind
 
 __all__ = ["LeadStep", "LiteralIndex", "Prepared", "lead_machinery", "prepared"]
 
-GRAM = 3
-# Letters by how common they are in build logs, commonest first: a literal is indexed by its gram of the rarest ones.
-_COMMON = "etaoinsrcdlup/_-.:mh1f20 gbC"
 _RAW_SKIP_IDS = ("command-echo", "include-chain", "progress-line", "cmake-status", "test-result-line")
 
 
-def _rarity(gram: str) -> int:
-    return sum(_COMMON.find(ch) if ch in _COMMON else len(_COMMON) + 1 for ch in gram)
+PLAIN_LINES = 64  # lines whose strings are tested one by one before the trie is compiled
 
 
 class LiteralIndex:
-    """Which rules (after the lead ones) a lowercased line may match, by the prefilter literals it holds.
+    """Which strings of the rules a lowercased line holds: the prefilter literals (which rules after the lead ones
+    it may match) and the necessary strings of every rule (fastpath.necessary_factors: which of them can match).
 
-    Testing each of ~300 literals with `in` costs ~100 us a line, which an error-dense log pays on every line. Each
-    literal is indexed by one of its 3-character grams (its rarest); a line's grams select the few literals worth an
-    `in`. Exact: a literal in the line has its gram in the line.
+    Testing each of ~350 literals and the factor sets with `in` costs ~40 us a line, which every new message
+    shape of an error-dense log pays. All the strings are searched at once instead, by one regex: a trie of them
+    (`a(?:bc|d)`, each branch led by its own literal character, which sre tests cheaply), in a look-ahead so that
+    findall() tries it at every position and returns the longest string starting there. Exact: a string the line
+    holds either starts where findall reports one, and is then a prefix of it, or lies inside a longer one found;
+    both are contained in a string found, and each string found stands for every string it contains (`contained`,
+    and the rules of the literals among them, `implied`).
     """
 
-    __slots__ = ("always", "by_gram", "gated", "grams", "short")
+    __slots__ = ("_finder", "_plain_left", "always", "contained", "implied", "source")
 
-    def __init__(self, rules: RuleSet) -> None:
-        self.always = tuple(sorted(rules.always))
-        self.gated = dict(zip(rules.literals, rules.literal_rules))
-        self.by_gram: dict[str, list[str]] = {}
-        self.short: list[str] = []
-        for lit in rules.literals:
-            if len(lit) < GRAM:
-                self.short.append(lit)
-                continue
-            gram = max((lit[i : i + GRAM] for i in range(len(lit) - GRAM + 1)), key=_rarity)
-            self.by_gram.setdefault(gram, []).append(lit)
-        # a set, so that a line's grams & it walks the line's ~70 grams, not the index's hundreds of keys
-        self.grams = frozenset(self.by_gram)
+    def __init__(self, rules: RuleSet, extra: Sequence[str] = ()) -> None:
+        """`extra`: more lowercased strings to look for (the rules' necessary strings)."""
+        self.always = frozenset(rules.always)
+        gated = dict(zip(rules.literals, rules.literal_rules))
+        strings = list(dict.fromkeys([*rules.literals, *(s for s in extra if s)]))
+        by_length = sorted(strings, key=len)
+        self.contained = {s: frozenset(o for o in by_length[: bisect_right(by_length, len(s), key=len)] if o in s)
+                          for s in strings}
+        self.implied = {s: frozenset(i for o in self.contained[s] if o in gated for i in gated[o]) for s in strings}
+        self.source = "(?=(" + _trie(strings) + "))" if strings else None
+        self._finder: Any = None
+        self._plain_left = PLAIN_LINES
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self.always, self.contained, self.implied, self.source
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.always, self.contained, self.implied, self.source = state
+        self._finder = None
+        self._plain_left = PLAIN_LINES
+
+    def found(self, low: str) -> set[str]:
+        """The longest string of the index starting at each position of `low` (see the class docstring)."""
+        finder = self._finder
+        if finder is None:
+            if self.source is None:
+                return set()
+            if self._plain_left > 0:
+                # the trie costs ~20 ms to compile: a log with a few error lines tests the strings one by one (every
+                # string held, a superset of what findall reports, closed under containment: the same holds())
+                self._plain_left -= 1
+                return {s for s in self.contained if s in low}
+            finder = self._finder = re.compile(self.source).findall
+        return set(finder(low))
+
+    def holds(self, found: set[str]) -> frozenset[str]:
+        """Every string of the index the line holds, from found()."""
+        contained = self.contained
+        return frozenset().union(*(contained[s] for s in found))
+
+    def rules_of(self, found: set[str]) -> list[int]:
+        """Indices (priority order) of the rules whose prefilter literals the line holds (or that have none)."""
+        idx = set(self.always)
+        implied = self.implied
+        for s in found:
+            idx |= implied[s]
+        return sorted(idx)
 
     def rules_for(self, low: str) -> list[int]:
-        """Indices (priority order) of the rules whose prefilter literals occur in `low` (or that have none)."""
-        idx = set(self.always)
-        gated = self.gated
-        grams = {low[i : i + GRAM] for i in range(len(low) - GRAM + 1)}
-        for gram in grams & self.grams:
-            for lit in self.by_gram[gram]:
-                if lit in low:
-                    idx.update(gated[lit])
-        for lit in self.short:
-            if lit in low:
-                idx.update(gated[lit])
-        return sorted(idx)
+        """rules_of(found(low))."""
+        return self.rules_of(self.found(low))
+
+
+def _trie(words: Sequence[str]) -> str:
+    """A regex matching exactly the words, longest first at each point (greedy optional tails)."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        alts = [re.escape(ch) + emit(node[ch]) for ch in sorted(k for k in node if k)]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return "(?:" + body + ")?" if "" in node else body
+
+    return emit(root)
 
 
 @dataclass(frozen=True)
@@ -93,6 +139,10 @@ class Prepared:
     gates: tuple[Optional[tuple[str, int]], ...]  # per rule, its key gate's (pattern, flags)
     aware: tuple[tuple[int, tuple[str, ...]], ...]  # digit-aware units (lead steps, then rules[lead:]), literals
     raw_blind: bool = False  # the raw fast path cannot tell digits apart: its decision is one per line shape
+    # per rule, (its pattern, its key gate's) written to search the lowercased line case-sensitively (casefold.py)
+    lowered: tuple[tuple[Optional[str], Optional[str]], ...] = ()
+    # per digit-aware unit, the literal runs through which alone it tells digits apart (shapes.digit_contexts)
+    aware_runs: tuple[tuple[int, Optional[tuple[str, ...]]], ...] = ()
 
 
 def _lead_plan(rules: Sequence[Rule], lead: int) -> tuple[LeadStep, ...]:
@@ -170,20 +220,27 @@ def prepare(rules: RuleSet) -> Prepared:
         if not (literals_blind(pre) and digit_blind(re.compile(pattern, flags)))
     )
     raw_skip = _raw_skip(rules.rules[: rules.lead])
+    factors = tuple(necessary_factors(r.regex) for r in rules.rules)
     return Prepared(
-        index=LiteralIndex(rules),
+        index=LiteralIndex(rules, [s for need in factors if need for one in need for s in sorted(one)]),
         lead=plan,
         raw_skip=raw_skip,
         raw_blind=raw_skip is not None and _raw_path_blind(re.compile(raw_skip)),
-        factors=tuple(necessary_factors(r.regex) for r in rules.rules),
+        factors=factors,
         gates=tuple(gates),
         aware=aware,
+        aware_runs=tuple((u, digit_contexts(re.compile(units[u][0], units[u][1]), pre)) for u, pre in aware),
+        lowered=tuple(
+            (lowered(r.pattern, r.flags), lowered(*gate) if gate is not None else None)
+            for r, gate in zip(rules.rules, gates)
+        ),
     )
 
 
 def _code() -> list[Path]:
     here = Path(__file__).resolve().parent
-    return [here / name for name in ("prepare.py", "fastpath.py", "keygate.py", "shapes.py", "normalize.py")]
+    return [here / name for name in ("prepare.py", "fastpath.py", "keygate.py", "shapes.py", "normalize.py",
+                                       "casefold.py")]
 
 
 @lru_cache(maxsize=8)
@@ -222,3 +279,8 @@ def lead_machinery(rules: RuleSet) -> tuple[re.Pattern[bytes] | None, list[_Step
 
 def compile_gate(gate: tuple[str, int] | None) -> Any:
     return re.compile(gate[0], gate[1]) if gate is not None else None
+
+
+def compile_lowered(source: str | None, flags: int) -> re.Pattern[str] | None:
+    """A lowered pattern (casefold.py), compiled case-sensitively."""
+    return re.compile(source, flags & ~re.IGNORECASE) if source is not None else None

@@ -21,13 +21,17 @@ from typing import TYPE_CHECKING, Any, Union
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports this module)
+    from legacy_gpu_patch.classify.casefold import LowMatch
     from legacy_gpu_patch.classify.match import Hit, Matcher
     from legacy_gpu_patch.classify.rules import Rule
 
-__all__ = ["RuleMatch", "ShapeCache", "SpanMatch", "digit_blind", "literals_blind", "shape_of"]
+__all__ = ["RuleMatch", "ShapeCache", "SpanMatch", "digit_blind", "digit_contexts", "literals_blind", "shape_of"]
 
 RAW_TO_ZERO = _TO_ZERO = bytes.maketrans(b"123456789", b"000000000")  # a shape, in bytes.translate() terms
-MAX_SHAPES = 1 << 14  # cache entries; the cache starts again when full (a failing build has a few thousand shapes)
+# cache entries (~0.5 KiB each); the cache starts again when full. A failing build of PyTorch has tens of thousands
+# of error-line shapes (its files times its messages: the bench's error-dense log has 20,300): at 1 << 14 a third of
+# them were learnt twice
+MAX_SHAPES = 1 << 16
 _END = 1 << 30  # "no digit-blind rule matches this shape": after every rule
 _DIGITS = range(ord("0"), ord("9") + 1)
 
@@ -63,10 +67,33 @@ def _class_blind(items: Any) -> bool:
     return len({takes(ch) for ch in _DIGITS}) == 1
 
 
-def _blind(items: Any) -> bool:
+def digit_blind(regex: re.Pattern[Any]) -> bool:
+    """Whether `regex` treats the ten ASCII digits alike: then it matches a text exactly where it matches the text
+    with its digits changed, at the same places. False when unsure."""
+    runs: list[str] = []
+    try:
+        return _contexts(_sre_parse.parse(regex.pattern, regex.flags), runs) and not runs
+    except Exception:  # an internal module: any surprise means "not known to be blind"
+        return False
+
+
+def _contexts(items: Any, out: list[str]) -> bool:
+    """Collect (lowercased) each run of literals that holds a digit; False where digits matter otherwise
+    (back-references, conditionals, a class or a NOT_LITERAL that tells digits apart, anything not known)."""
     c = _sre_constants
+    run: list[int] = []
+
+    def close() -> None:
+        if any(ch in _DIGITS for ch in run):
+            out.append("".join(map(chr, run)).lower())
+        run.clear()
+
     for op, av in items:
-        if op in (c.LITERAL, c.NOT_LITERAL):
+        if op is c.LITERAL:
+            run.append(av)
+            continue
+        close()
+        if op is c.NOT_LITERAL:
             if av in _DIGITS:
                 return False
         elif op is c.IN:
@@ -75,32 +102,39 @@ def _blind(items: Any) -> bool:
         elif op in (c.ANY, c.AT):
             continue
         elif op is c.BRANCH:
-            if not all(_blind(b) for b in av[1]):
+            if not all(_contexts(b, out) for b in av[1]):
                 return False
         elif op is c.SUBPATTERN:
-            if not _blind(av[3]):
+            if not _contexts(av[3], out):
                 return False
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
-            if not _blind(av[2]):
+            if not _contexts(av[2], out):
                 return False
         elif op in (c.ASSERT, c.ASSERT_NOT):
-            if not _blind(av[1]):
+            if not _contexts(av[1], out):
                 return False
         elif op is getattr(c, "ATOMIC_GROUP", None):
-            if not _blind(av):
+            if not _contexts(av, out):
                 return False
         else:
-            return False  # back-references, conditionals, anything else: digits may matter
+            return False
+    close()
     return True
 
 
-def digit_blind(regex: re.Pattern[Any]) -> bool:
-    """Whether `regex` treats the ten ASCII digits alike: then it matches a text exactly where it matches the text
-    with its digits changed, at the same places. False when unsure."""
+def digit_contexts(regex: re.Pattern[Any], literals: Iterable[str] = ()) -> tuple[str, ...] | None:
+    """For a pattern whose only digit-aware parts are literal digits: the runs of literals holding them, and the
+    prefilter `literals` that hold a digit, lowercased; None when digits matter otherwise (a class with some digits,
+    a back-reference, ...). A line (ASCII) and its shape, neither of which holds any of these strings, are matched
+    alike: a run of literals matches where the text holds it, and every other part treats digits alike."""
+    out: list[str] = []
     try:
-        return _blind(_sre_parse.parse(regex.pattern, regex.flags))
-    except Exception:  # an internal module: any surprise means "not known to be blind"
-        return False
+        if not _contexts(_sre_parse.parse(regex.pattern, regex.flags), out):
+            return None
+    except Exception:  # an internal module: any surprise means "not known"
+        return None
+    out += [lit.lower() for lit in literals if not literals_blind((lit,))]
+    return tuple(dict.fromkeys(out))
 
 
 def literals_blind(literals: Iterable[str]) -> bool:
@@ -139,8 +173,10 @@ class SpanMatch:
         return {name: self.group(i) for name, i in self.re.groupindex.items()}
 
 
-RuleMatch = Union["re.Match[str]", SpanMatch]  # a rule's match: the regex's own, or read off a shape's spans
-_Entry = tuple[int, tuple[int, ...], "Rule | None", "re.Pattern[str] | None", tuple[tuple[int, int], ...]]
+# a rule's match: the regex's own, read off a shape's spans, or a lowered pattern's (casefold.py)
+RuleMatch = Union["re.Match[str]", SpanMatch, "LowMatch"]
+_Entry = tuple[int, tuple[tuple[int, tuple[str, ...]], ...], "Rule | None", "re.Pattern[str] | None",
+               tuple[tuple[int, int], ...], tuple[str, ...]]
 
 
 def shape_of(text: str) -> bytes:
@@ -155,13 +191,21 @@ class ShapeCache:
     each digit-aware one, in order, to its prefilter literals (none: always tried). A line holds a literal only
     where its shape holds the literal's shape: per shape, only the aware rules whose literals' shapes it holds are
     kept, the rules worth trying on a line of that shape.
+
+    `contexts` (digit_contexts) maps an aware unit whose digits matter only through literal runs to those runs:
+    where neither the learnt line nor its shape holds one, the unit behaves on the shape as on that line, and on
+    any ASCII line of the shape that holds none either as on the shape. Such a unit is tried on a line only where
+    the line holds one of its runs; as the deciding unit, its spans are read off the cache like a blind one's.
     """
 
-    __slots__ = ("aware", "entries")
+    __slots__ = ("aware", "contexts", "entries")
 
-    def __init__(self, aware: dict[int, tuple[str, ...]]) -> None:
+    def __init__(self, aware: dict[int, tuple[str, ...]],
+                 contexts: dict[int, tuple[str, ...] | None] | None = None) -> None:
         self.aware = {u: tuple(shape_of(lit).decode() for lit in lits) for u, lits in sorted(aware.items())}
-        # shape -> (deciding unit, aware units worth a try, the unit's rule and regex and match spans, if blind)
+        self.contexts = contexts or {}
+        # shape -> (deciding unit, [(aware unit worth a try, runs without which it is not)], the unit's rule, regex
+        # and match spans where they are cached, the runs without which those spans hold (() for a blind unit))
         self.entries: dict[bytes, _Entry] = {}
 
     def match(self, matcher: Matcher, text: str) -> Hit | None:
@@ -170,18 +214,24 @@ class ShapeCache:
         entry = self.entries.get(shape)
         if entry is None:
             return self._learn(matcher, text, shape)
-        first, worth, rule, regex, spans = entry
-        if worth:
+        first, worth, rule, regex, spans, needs = entry
+        low = ""
+        plain = True
+        if worth or needs:
             low = text.lower()
-            for unit in worth:
-                hit = matcher.unit_match(unit, text, low)
-                if hit is not None:
-                    return hit
-        if rule is not None and regex is not None:
-            return rule, SpanMatch(regex, text, spans)  # a blind unit: its match on the shape is its match here
+            plain = text.isascii()
+        for unit, runs in worth:
+            if runs and plain and not any(r in low for r in runs):
+                continue  # it missed the learnt line and misses this one alike (see the class docstring)
+            hit = matcher.unit_match(unit, text, low)
+            if hit is not None:
+                return hit
+        if rule is not None and regex is not None and (
+                not needs or (plain and not any(r in low for r in needs))):
+            return rule, SpanMatch(regex, text, spans)  # its match on the shape is its match here
         if first == _END:
             return None
-        hit = matcher.unit_match(first, text, text.lower())
+        hit = matcher.unit_match(first, text, low or text.lower())
         if hit is None:  # an aware rule that decided another line of this shape misses this one: the plain path
             found = matcher.plain_match(text)
             return None if found is None else (found[1], found[2])
@@ -194,23 +244,34 @@ class ShapeCache:
         # aware one, lines of this shape try it on themselves (and take the plain path where it misses them)
         first = _END if found is None else found[0]
         low_shape = shape.decode("utf-8", "surrogatepass").lower()
-        worth = []
+        low = text.lower() if text.isascii() else None
+        contexts = self.contexts
+
+        def runs_of(unit: int) -> tuple[str, ...] | None:
+            """The unit's runs, if neither this line nor its shape holds one (then it acts alike on both)."""
+            runs = contexts.get(unit)
+            if runs is None or low is None or any(r in low or r in low_shape for r in runs):
+                return None
+            return runs
+
+        worth: list[tuple[int, tuple[str, ...]]] = []
         for unit, lits in self.aware.items():
             if unit >= first:
                 break
-            if not lits:
-                worth.append(unit)
-                continue
-            for lit in lits:
-                if lit in low_shape:
-                    worth.append(unit)
-                    break
+            if lits:
+                for lit in lits:  # a loop, not any(): ~30 units a new shape, a generator each would cost more
+                    if lit in low_shape:
+                        break
+                else:
+                    continue
+            worth.append((unit, runs_of(unit) or ()))
         if len(self.entries) >= MAX_SHAPES:
             self.entries.clear()
-        if found is not None and first not in self.aware:
+        needs: tuple[str, ...] | None = () if first not in self.aware else runs_of(first)
+        if found is not None and needs is not None:
             m = found[2]
             spans = tuple(m.span(g) for g in range(m.re.groups + 1))
-            self.entries[shape] = (first, tuple(worth), found[1], m.re, spans)
+            self.entries[shape] = (first, tuple(worth), found[1], m.re, spans, needs)
         else:
-            self.entries[shape] = (first, tuple(worth), None, None, ())
+            self.entries[shape] = (first, tuple(worth), None, None, (), ())
         return None if found is None else (found[1], found[2])

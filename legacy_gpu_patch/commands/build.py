@@ -80,17 +80,22 @@ def command(ctx: click.Context, workdir: Path, archs: tuple[str, ...], cuda: str
         if dry_run:
             ui.emit_json(_dry_run_plan(options, plan_commands(options)))
             return
+        known = None
+        if baseline is not None:  # read first: a missing or unreadable baseline stops the command before it builds
+            from legacy_gpu_patch.classify.baseline import baseline_keys
+
+            known = baseline_keys(baseline)
         classifier = Classifier()
         display = make_display(con, classifier, quiet=quiet or ui.is_quiet() or fmt in ("json", "junit"))
         outcome = run_build(options, display=display, classifier=classifier)
     finally:
         wt.release_lock()
     report = outcome.report
-    if baseline is not None:  # findings of the passing build's log are known: drop them, rewrite the reports
-        from legacy_gpu_patch.classify.baseline import baseline_keys, new_findings
+    if known is not None:  # findings of the passing build's log are known: drop them, rewrite the reports
+        from legacy_gpu_patch.classify.baseline import new_findings
         from legacy_gpu_patch.report.reports import write_reports
 
-        report.findings = new_findings(report.findings, baseline_keys(baseline))
+        report.findings = new_findings(report.findings, known)
         write_reports(report, options.report_dir)
     emit(report, fmt, sys.stdout, con)
     write_step_summary(report)

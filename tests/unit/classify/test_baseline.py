@@ -11,6 +11,7 @@ from helpers import Runner
 from legacy_gpu_patch.classify.baseline import baseline_keys, new_findings
 from legacy_gpu_patch.classify.classifier import classify_bytes
 from legacy_gpu_patch.classify.findings import baseline_key
+from legacy_gpu_patch.errors import ExitCode
 
 # the same innocent-looking errors a green build prints too, in another checkout, at other lines, other temp names
 GREEN = b"""\
@@ -66,5 +67,15 @@ def test_a_missing_baseline_is_a_clear_error(tmp_path: Path, lgpatch: Runner) ->
     failed = tmp_path / "failed.log"
     failed.write_bytes(FAILED)
     r = lgpatch("classify", failed, "--baseline", tmp_path / "nope.log")
-    assert r.code != 0 and r.code != 11
+    assert r.code == ExitCode.CONFIG
     assert "nope.log: no such baseline log" in r.err
+
+
+def test_an_unreadable_baseline_is_a_clear_error(tmp_path: Path, lgpatch: Runner) -> None:
+    failed = tmp_path / "failed.log"
+    failed.write_text("x.cpp:1:1: error: 'uint8_t' was not declared in this scope\n", encoding="utf-8")
+    broken = tmp_path / "green.log.gz"
+    broken.write_bytes(b"\x1f\x8b\x08\x00 then not gzip at all")
+    r = lgpatch("classify", failed, "--baseline", broken)
+    assert r.code == ExitCode.CONFIG
+    assert f"{broken}: cannot read baseline log" in r.err and "Traceback" not in r.err

@@ -111,8 +111,8 @@ def test_what_is_read_of_the_patterns_is_cached_equal_to_a_fresh_reading(cache_d
         prepare.prepared.cache_clear()
     assert list(cache_dir.glob("prepared-*.pickle"))
     for p in (cached, again):
-        assert (p.lead, p.raw_skip, p.factors, p.gates, p.aware) == (
-            fresh.lead, fresh.raw_skip, fresh.factors, fresh.gates, fresh.aware)
-        assert (p.index.by_gram, p.index.short, p.index.always, p.index.gated) == (
-            fresh.index.by_gram, fresh.index.short, fresh.index.always, fresh.index.gated)
+        assert (p.lead, p.raw_skip, p.factors, p.gates, p.aware, p.lowered, p.aware_runs) == (
+            fresh.lead, fresh.raw_skip, fresh.factors, fresh.gates, fresh.aware, fresh.lowered, fresh.aware_runs)
+        assert (p.index.source, p.index.always, p.index.implied) == (
+            fresh.index.source, fresh.index.always, fresh.index.implied)
     assert fresh.aware and len(fresh.gates) == len(shipped.rules)
