@@ -236,7 +236,7 @@ print(json.dumps({"rel_err": err, "fallback_warned": fallback}))
 def check_lms_deterministic_conv(limit_mb: int = 1729) -> None:
     """One wide layer, deterministic cuDNN, backward under an LMS limit (cudnn-deterministic-fallback)."""
     done = subprocess.run([sys.executable, "-c", LMS_DETERMINISTIC_CONV, str(limit_mb)], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=150)  # the chain's spare minutes are few
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if done.returncode != 0 and not lines:
         report("lms_deterministic_conv", False, limit_mb=limit_mb, rc=done.returncode,
