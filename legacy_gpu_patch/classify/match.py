@@ -26,6 +26,22 @@ SHAPES_AFTER = 64  # lines matched the plain way before the shape cache starts (
 _UNKNOWN: Any = object()  # not read yet (a rule whose pattern gives no strings has None)
 
 
+def _gated_search(entry: tuple[Any, Any, Any], rule: Rule, text: str, low: str, plain: bool) -> RuleMatch | None:
+    """rule's match in `text` (`low`: text.lower(); `plain`: text is ASCII), or None. `entry`: the rule's key gate,
+    the gate lowered and its pattern lowered (casefold.py): on an ASCII line the lowered ones search `low` and give
+    the same spans; a gate that finds no key group means the rule cannot match (keygate.py)."""
+    gate, low_gate, low_regex = entry
+    if plain and low_gate is not None:
+        if low_gate.search(low) is None:
+            return None
+    elif gate is not None and gate.search(text) is None:
+        return None
+    if plain and low_regex is not None:
+        lm = low_regex.search(low)
+        return LowMatch(lm, low_regex, text) if lm else None
+    return rule.regex.search(text)
+
+
 def _holds_all(need: tuple[frozenset[str], ...], held: frozenset[str]) -> bool:
     """Whether the line holds a string of each set of `need` (`held`: the index's strings it holds)."""
     return all(not held.isdisjoint(one) for one in need)
@@ -154,19 +170,8 @@ class Matcher:
             entry = searchers[i]
             if entry is _UNKNOWN:  # compiled when the rule is first tried: start-up stays cheap
                 entry = self._searcher(i)
-            gate, low_gate, low_regex = entry
-            if plain and low_gate is not None:
-                if low_gate.search(low) is None:
-                    continue
-            elif gate is not None and gate.search(text) is None:
-                continue  # no match of its key groups: the rule cannot match (keygate.py)
-            if plain and low_regex is not None:
-                lm = low_regex.search(low)  # the same spans as rules[i].regex on text (casefold.py)
-                if lm:
-                    return first + i, rules[i], LowMatch(lm, low_regex, text)
-                continue
-            m = rules[i].regex.search(text)
-            if m:
+            m = _gated_search(entry, rules[i], text, low, plain)
+            if m is not None:
                 return first + i, rules[i], m
         return None
 
@@ -191,18 +196,9 @@ class Matcher:
         entry = self._searchers[i]
         if entry is _UNKNOWN:
             entry = self._searcher(i)
-        gate, low_gate, low_regex = entry
-        if plain and low_gate is not None:
-            if low_gate.search(low) is None:
-                return None
-        elif gate is not None and gate.search(text) is None:
-            return None
         rule = self._rules[i]
-        if plain and low_regex is not None:
-            lm = low_regex.search(low)
-            return (rule, LowMatch(lm, low_regex, text)) if lm else None
-        m = rule.regex.search(text)
-        return (rule, m) if m else None
+        m = _gated_search(entry, rule, text, low, plain)
+        return None if m is None else (rule, m)
 
     def unit_match(self, unit: int, text: str, low: str) -> Hit | None:
         """Whether one unit of plain_match() matches `text` (`low`: text.lower()), as plain_match() tries it."""
@@ -257,6 +253,10 @@ class Matcher:
                         break
                 else:
                     continue
+                m = find(text)  # the prefilter passed: what _step_match would do next, without testing it again
+                if m:
+                    return j, rule, m
+                continue
             hit = self._step_match(rule, group, find, text, low)
             if hit is not None:
                 return j, hit[0], hit[1]
