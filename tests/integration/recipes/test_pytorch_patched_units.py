@@ -11,23 +11,17 @@ also needs lgpatch's dependencies: the script runs lgpatch with it).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import unidiff
 from helpers import REPO
+from helpers.pytorch_carry import carry_and_python
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.nvcc]
 
-CARRY = os.environ.get("LGPATCH_PYTORCH_CARRY")
-PYTHON = os.environ.get("LGPATCH_CUDA13_PYTHON")
-if not (CARRY and PYTHON):
-    pytest.skip("LGPATCH_PYTORCH_CARRY and LGPATCH_CUDA13_PYTHON are not set (the real tree and a CUDA 13 Python)",
-                allow_module_level=True)
-if not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("nvcc")):
-    pytest.skip("cmake, ninja and nvcc are needed on PATH", allow_module_level=True)
+CARRY, PYTHON = carry_and_python("cmake", "ninja", "nvcc")
 
 # Sources compiled into the two libraries whose units the script can pick, by the new patchsets of session 5
 PATCHSETS = ("cudnn9-version", "sparse-addmm-beta", "engine-exit-finalized", "cudnn-deterministic-fallback")
@@ -59,7 +53,7 @@ def test_the_patched_sources_compile_with_the_builds_commands(tmp_path: Path) ->
     sources = _patched_sources()
     assert len(sources) == 5, sources
     units = "|".join(_object_pattern(s) for s in sources)
-    env = {**os.environ, "PYTHON": PYTHON or "", "CARRY": CARRY or "", "PT_WORK": str(tmp_path / "work"),
+    env = {**os.environ, "PYTHON": PYTHON, "CARRY": CARRY, "PT_WORK": str(tmp_path / "work"),
            "OUT": str(tmp_path / "out"), "GENERATED": "0", "JOBS": str(min(4, os.cpu_count() or 2)),
            "UNITS": units}
     done = subprocess.run(["bash", str(REPO / "bench" / "gpu" / "pytorch_units.sh")], env=env, capture_output=True,

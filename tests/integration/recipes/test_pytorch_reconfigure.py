@@ -13,24 +13,17 @@ and nvcc 13, cmake and ninja on PATH.
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
 import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 from helpers import requires_nvcc
+from helpers.pytorch_carry import carry_and_python
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.nvcc]
 
-CARRY = os.environ.get("LGPATCH_PYTORCH_CARRY")
-PYTHON = os.environ.get("LGPATCH_CUDA13_PYTHON")
-if not (CARRY and PYTHON):
-    pytest.skip("LGPATCH_PYTORCH_CARRY and LGPATCH_CUDA13_PYTHON are not set (the real tree and a CUDA 13 Python)",
-                allow_module_level=True)
-if not (shutil.which("cmake") and shutil.which("ninja")):
-    pytest.skip("cmake and ninja are needed on PATH", allow_module_level=True)
+CARRY, PYTHON = carry_and_python("cmake", "ninja")
 
 SMALL = ("c10", "mkdisp")  # one C++ library and one C tool: both in the directories the ROCm block used to reach
 
@@ -51,7 +44,7 @@ def _dry_run(build: Path, *targets: str) -> str:
 
 
 def _apply(tmp_path: Path, lgpatch) -> Path:
-    carry = Path(CARRY or "")
+    carry = Path(CARRY)
     for name in ("pt-shallow.tar", "submodules.tar"):
         with tarfile.open(carry / name) as tar:
             tar.extractall(tmp_path, filter="tar")
@@ -75,7 +68,7 @@ def test_a_second_configure_leaves_built_targets_alone(tmp_path: Path, lgpatch, 
 
     def configure(*targets: str) -> None:
         args = [arg for t in targets for arg in ("--target", t)]
-        res = lgpatch("build", "--workdir", wt, "--arch", "sm_90", "--jobs", "4", "--python", PYTHON or "", *args,
+        res = lgpatch("build", "--workdir", wt, "--arch", "sm_90", "--jobs", "4", "--python", PYTHON, *args,
                       "--report-dir", tmp_path / "report", "-q")
         assert res.code == 0, res.err
 
