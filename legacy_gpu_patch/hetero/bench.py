@@ -57,11 +57,6 @@ def make_step(model: nn.Module, train: bool, x: torch.Tensor, y: torch.Tensor,
     return step
 
 
-def time_steps(step: Callable[[], None], pair: DevicePair, steps: int, warmup: int) -> float:
-    """Median seconds per step, each step synchronised: without the sync a GPU step times only its launches."""
-    return time_interleaved({"step": step}, pair, steps, warmup)["step"]
-
-
 def time_interleaved(runs: dict[str, Callable[[], None]], pair: DevicePair, steps: int,
                      warmup: int) -> dict[str, float]:
     """Median seconds per step of each run, the runs taking turns step by step (the order rotating each round):
