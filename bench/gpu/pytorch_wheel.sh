@@ -302,12 +302,12 @@ say "checks with LGPATCH_CUDNN_TF32=1: rc=$?"
 rc=$?
 say "lms_train: rc=$rc $(grep -E '^(verdict|LMS)' "$LOGS/lms.txt" | tr '\n' ' ' | cut -c1-300)"
 cp "$LOGS/lms.txt" "$FINAL_RUN/lms.txt"
-if [ $rc = 0 ] && [ -n "${LMS_DEBUG_VARIANT-reclaim-algo=size}" ]; then
+LMS_VARIANT=${LMS_DEBUG_VARIANT-reclaim-algo=size}  # set but empty: no second run
+if [ $rc = 0 ] && [ -n "$LMS_VARIANT" ]; then
   # IBM LMS's other reclaim order (PYTORCH_LMS_DEBUG, read once per process): largest blocks first instead of the
   # first that fits. Its table beside the default's says whether the order moves the step time toward the floor.
-  PYTORCH_LMS_DEBUG=${LMS_DEBUG_VARIANT-reclaim-algo=size} "$PY" "$REPO/bench/gpu/lms_train.py" \
-    > "$LOGS/lms-variant.txt" 2>&1
-  say "lms_train PYTORCH_LMS_DEBUG=${LMS_DEBUG_VARIANT-reclaim-algo=size}: rc=$? $(grep -E '^(verdict|LMS step)' "$LOGS/lms-variant.txt" | tr '\n' ' ' | cut -c1-300)"
+  PYTORCH_LMS_DEBUG=$LMS_VARIANT "$PY" "$REPO/bench/gpu/lms_train.py" > "$LOGS/lms-variant.txt" 2>&1
+  say "lms_train PYTORCH_LMS_DEBUG=$LMS_VARIANT: rc=$? $(grep -E '^(verdict|LMS step)' "$LOGS/lms-variant.txt" | tr '\n' ' ' | cut -c1-300)"
 fi
 if [ $rc != 0 ]; then  # the same run without cuDNN: whether LMS itself swaps and keeps the losses (in logs.tgz)
   "$PY" "$REPO/bench/gpu/lms_train.py" --modern-python "$PY" --cudnn off > "$LOGS/lms-nocudnn.txt" 2>&1
