@@ -33,7 +33,8 @@
 #   archs     tools/cuda_archs on torch/lib/libtorch_cuda.so: every SASS arch of ARCH and its PTX (archs.json)
 #   checks    bench/gpu/pytorch_checks.py (import, correctness vs CPU, TF32 both ways, cuDNN RNN report, exit
 #             status after backward, a deterministic conv under an LMS limit), bench/gpu/lms_train.py (then
-#             again with PYTORCH_LMS_DEBUG=$LMS_DEBUG_VARIANT, default reclaim-algo=size, empty: not; after a
+#             again with PYTORCH_LMS_DEBUG=$LMS_DEBUG_VARIANT, default reclaim-algo=size, empty: not; and with
+#             $LMS_TRANSFER_ARGS, default "--width 32 --batch 64", a transfer-bound model, empty: not; after a
 #             failure with --cudnn off instead), PyTorch's own tests from the patched tree through their own
 #             runner (TEST_BUDGET_S each, in parallel), $EXTRA_CHECK
 #
@@ -308,6 +309,15 @@ if [ $rc = 0 ] && [ -n "$LMS_VARIANT" ]; then
   # first that fits. Its table beside the default's says whether the order moves the step time toward the floor.
   PYTORCH_LMS_DEBUG=$LMS_VARIANT "$PY" "$REPO/bench/gpu/lms_train.py" > "$LOGS/lms-variant.txt" 2>&1
   say "lms_train PYTORCH_LMS_DEBUG=$LMS_VARIANT: rc=$? $(grep -E '^(verdict|LMS step)' "$LOGS/lms-variant.txt" | tr '\n' ' ' | cut -c1-300)"
+fi
+LMS_TRANSFER=${LMS_TRANSFER_ARGS---width 32 --batch 64}  # set but empty: no transfer-bound run
+if [ $rc = 0 ] && [ -n "$LMS_TRANSFER" ]; then
+  # The default model computes for 1.43x the transfer floor on the H200 (session 6), so its LMS step can never come
+  # near 1.5x the floor while LMS pages in on demand. The same working set with 1/4 of the arithmetic (a quarter of
+  # the width, four times the batch) is bound by the transfers: its ratio measures LMS's swapping itself.
+  # shellcheck disable=SC2086  # the arguments are words
+  "$PY" "$REPO/bench/gpu/lms_train.py" --modern-python "$PY" $LMS_TRANSFER > "$LOGS/lms-transfer.txt" 2>&1
+  say "lms_train $LMS_TRANSFER (transfer-bound): rc=$? $(grep -E '^(working set|verdict|LMS step)' "$LOGS/lms-transfer.txt" | tr '\n' ' ' | cut -c1-400)"
 fi
 if [ $rc != 0 ]; then  # the same run without cuDNN: whether LMS itself swaps and keeps the losses (in logs.tgz)
   "$PY" "$REPO/bench/gpu/lms_train.py" --modern-python "$PY" --cudnn off > "$LOGS/lms-nocudnn.txt" 2>&1
