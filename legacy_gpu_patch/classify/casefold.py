@@ -198,6 +198,11 @@ class LowMatch:
         self.re = regex
         self.string = string
 
+    @property
+    def regs(self) -> tuple[tuple[int, int], ...]:
+        """The span of every group, 0 first (re.Match.regs)."""
+        return self._m.regs
+
     def span(self, group: int | str = 0) -> tuple[int, int]:
         return self._m.span(group)
 

@@ -92,6 +92,7 @@ def _contexts(items: Any, out: list[str]) -> bool:
         if op is c.LITERAL:
             run.append(av)
             continue
+        before = run[:]
         close()
         if op is c.NOT_LITERAL:
             if av in _DIGITS:
@@ -108,7 +109,13 @@ def _contexts(items: Any, out: list[str]) -> bool:
             if not _contexts(av[3], out):
                 return False
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
-            if not _contexts(av[2], out):
+            body = [a for o, a in av[2]] if all(o is c.LITERAL for o, _ in av[2]) else None
+            if before and body and any(ch in _DIGITS for ch in body):
+                # literal digits repeated right after a run of literals (`csrmm2?`): the repeat can take one only
+                # where the text holds the run and them together; without that it takes none, in the line and in
+                # its shape alike, so that joined string is the context, not the digit alone (held by most lines)
+                out.append("".join(map(chr, before + body)).lower())
+            elif not _contexts(av[2], out):
                 return False
         elif op in (c.ASSERT, c.ASSERT_NOT):
             if not _contexts(av[1], out):
@@ -153,6 +160,10 @@ class SpanMatch:
         self.string = string
         self._spans = spans
 
+    @property
+    def regs(self) -> tuple[tuple[int, int], ...]:
+        return self._spans
+
     def span(self, group: int | str = 0) -> tuple[int, int]:
         return self._spans[group if isinstance(group, int) else self.re.groupindex[group]]
 
@@ -184,6 +195,13 @@ def shape_of(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass").translate(_TO_ZERO)
 
 
+def _holds_one(strings: tuple[str, ...], text: str) -> bool:
+    for s in strings:  # noqa: SIM110 - a loop, not any(): a generator would cost more than the few `in`s
+        if s in text:
+            return True
+    return False
+
+
 class ShapeCache:
     """The decision of the digit-blind rules per shape, for one Matcher.
 
@@ -198,11 +216,23 @@ class ShapeCache:
     the line holds one of its runs; as the deciding unit, its spans are read off the cache like a blind one's.
     """
 
-    __slots__ = ("aware", "contexts", "entries")
+    __slots__ = ("_memo", "aware", "contexts", "entries", "indexed", "units")
 
     def __init__(self, aware: dict[int, tuple[str, ...]],
-                 contexts: dict[int, tuple[str, ...] | None] | None = None) -> None:
-        self.aware = {u: tuple(shape_of(lit).decode() for lit in lits) for u, lits in sorted(aware.items())}
+                 contexts: dict[int, tuple[str, ...] | None] | None = None,
+                 indexed: frozenset[str] = frozenset()) -> None:
+        """`indexed`: strings whose presence in a learnt line the matcher reports (Matcher.held: its index's)."""
+        # each aware unit in order: the shapes of its literals (None: it has none, always tried), those of them
+        # found through the matcher's index (digit-free: in a line's shape where in the line), the others
+        self.aware: list[tuple[int, tuple[str, ...] | None, frozenset[str], tuple[str, ...]]] = []
+        for u, lits in sorted(aware.items()):
+            found = frozenset(lit for lit in lits if lit in indexed and literals_blind((lit,)))
+            shaped = tuple(shape_of(lit).decode() for lit in lits)
+            self.aware.append((u, shaped or None, found, tuple(shape_of(lit).decode() for lit in lits
+                                                              if lit not in found)))
+        self.units = frozenset(aware)
+        self.indexed = frozenset(lit for _, _, found, _ in self.aware for lit in found)
+        self._memo: dict[tuple[int, frozenset[str]], tuple[tuple[int, tuple[str, ...]], ...]] = {}
         self.contexts = contexts or {}
         # shape -> (deciding unit, [(aware unit worth a try, runs without which it is not)], the unit's rule, regex
         # and match spans where they are cached, the runs without which those spans hold (() for a blind unit))
@@ -237,6 +267,25 @@ class ShapeCache:
             return None if found is None else (found[1], found[2])
         return hit
 
+    def _candidates(self, first: int, held: frozenset[str]) -> tuple[tuple[int, tuple[str, ...]], ...]:
+        """The aware units before `first` that may match a line whose index strings are `held`, each with the
+        strings one of which its shape must hold besides (() when none is needed); one answer per set of them."""
+        key = (first, held & self.indexed)
+        found = self._memo.get(key)
+        if found is None:
+            out: list[tuple[int, tuple[str, ...]]] = []
+            for unit, lits, found_lits, other_lits in self.aware:
+                if unit >= first:
+                    break
+                if lits is None or not found_lits.isdisjoint(held):
+                    out.append((unit, ()))
+                elif other_lits:
+                    out.append((unit, other_lits))
+            if len(self._memo) >= MAX_SHAPES:
+                self._memo.clear()
+            found = self._memo[key] = tuple(out)
+        return found
+
     def _learn(self, matcher: Matcher, text: str, shape: bytes) -> Hit | None:
         """A shape not seen yet: the plain path decides the line; the shape's entry is kept for the next ones."""
         found = matcher.plain_match(text)
@@ -250,27 +299,29 @@ class ShapeCache:
         def runs_of(unit: int) -> tuple[str, ...] | None:
             """The unit's runs, if neither this line nor its shape holds one (then it acts alike on both)."""
             runs = contexts.get(unit)
-            if runs is None or low is None or any(r in low or r in low_shape for r in runs):
+            if runs is None or low is None:
                 return None
+            for r in runs:
+                if r in low or r in low_shape:
+                    return None
             return runs
 
+        held = matcher.held  # the index's strings this line holds, where plain_match searched them (else None)
+        if held is not None:
+            candidates = self._candidates(first, held)
+        else:
+            candidates = tuple((unit, lits or ()) for unit, lits, _, _ in self.aware if unit < first)
         worth: list[tuple[int, tuple[str, ...]]] = []
-        for unit, lits in self.aware.items():
-            if unit >= first:
-                break
-            if lits:
-                for lit in lits:  # a loop, not any(): ~30 units a new shape, a generator each would cost more
-                    if lit in low_shape:
-                        break
-                else:
-                    continue
+        for unit, tests in candidates:
+            if tests and not _holds_one(tests, low_shape):
+                continue  # its shape holds none of its literals' shapes: the unit cannot match a line of it
             worth.append((unit, runs_of(unit) or ()))
         if len(self.entries) >= MAX_SHAPES:
             self.entries.clear()
-        needs: tuple[str, ...] | None = () if first not in self.aware else runs_of(first)
+        needs: tuple[str, ...] | None = runs_of(first) if first in self.units else ()
         if found is not None and needs is not None:
             m = found[2]
-            spans = tuple(m.span(g) for g in range(m.re.groups + 1))
+            spans = m.regs  # re.Match's or LowMatch's: every group's span
             self.entries[shape] = (first, tuple(worth), found[1], m.re, spans, needs)
         else:
             self.entries[shape] = (first, tuple(worth), None, None, (), ())

@@ -189,6 +189,9 @@ def test_the_literal_index_selects_the_rules_whose_literals_a_line_holds() -> No
     (r"(?P<a>\w)(?P=a)", (), None),  # a back-reference
     (r"[^7]x", (), None),
     (r"\d+ errors", (), ()),  # blind
+    (r"cusparse[SD]csrmm2?\b", (), ("csrmm2",)),  # an optional digit after literals: they and it together
+    (r"(?i)Half2+x", (), ("half2",)),
+    (r"\w2?", (), ("2",)),  # no literal before it: the digit alone
 ])
 def test_digit_contexts(pattern: str, prefilter: tuple[str, ...], runs: tuple[str, ...] | None) -> None:
     assert digit_contexts(re.compile(pattern), prefilter) == runs
@@ -199,6 +202,9 @@ def test_digit_contexts(pattern: str, prefilter: tuple[str, ...], runs: tuple[st
      'x.cu(1): error: identifier "cusparseScsr2csc" is undefined'),  # ...and this line holds `csr2csc`
     ("x.cpp:1:1: error MSB3722: nothing", "x.cpp:1:1: error MSB3721: nothing"),
     ("/usr/bin/ld: cannot find -lcusparse9", "LINK : fatal error LNK1181: cannot open input file 'x.lib'"),
+    # a 2 elsewhere in the line, not after csrmm: the shape's decision holds; then one with csrmm2
+    ('x2.cu(1): error: identifier "cusparseScsrmm7" is undefined',
+     'x7.cu(1): error: identifier "cusparseScsrmm2" is undefined'),
 ])
 def test_a_line_that_holds_a_digit_run_is_tried_where_its_shape_skips_the_rule(first: str, second: str) -> None:
     c = Classifier()
