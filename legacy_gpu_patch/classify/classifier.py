@@ -187,9 +187,15 @@ class Classifier(LineReader):
                 s, hit = cands[i]
                 i += 1
                 checked = True
-                if raw_skipped(block[s : find(b"\n", hit)], plain):
-                    pos = find(b"\n", hit) + 1
+                e = find(b"\n", hit)
+                if raw_skipped(block[s:e], plain):
+                    pos = e + 1
                     continue
+                counted += block.count(b"\n", counted_pos, s)
+                counted_pos = s
+                self._line(base + counted + 1, block, s, e, hit, checked)
+                pos = e + 1
+                continue
             else:
                 break
             e = find(b"\n", s if hit < 0 else hit)

@@ -251,13 +251,13 @@ class ShapeCache:
             low = text.lower()
             plain = text.isascii()
         for unit, runs in worth:
-            if runs and plain and not any(r in low for r in runs):
+            if runs and plain and not _holds_one(runs, low):
                 continue  # it missed the learnt line and misses this one alike (see the class docstring)
             hit = matcher.unit_match(unit, text, low)
             if hit is not None:
                 return hit
         if rule is not None and regex is not None and (
-                not needs or (plain and not any(r in low for r in needs))):
+                not needs or (plain and not _holds_one(needs, low))):
             return rule, SpanMatch(regex, text, spans)  # its match on the shape is its match here
         if first == _END:
             return None
