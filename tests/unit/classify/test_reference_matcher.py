@@ -227,3 +227,26 @@ def test_a_full_shape_cache_starts_again_with_the_same_findings(monkeypatch: pyt
     small = c.close()
     assert c._shapes is not None and len(c._shapes.entries) <= 16
     assert [f.__dict__ for f in small] == [f.__dict__ for f in classify_bytes(data, use_shapes=False)]
+
+
+def test_lines_of_one_shape_with_and_without_csrmm2_are_decided_as_the_reference() -> None:
+    """`csrmm2?`: the shape cache re-runs the rule only on a line that holds `csrmm2` (shapes.digit_contexts);
+    lines of the same shapes holding a 2 elsewhere, csrmm2, csrmm22 or csrmm12 are each decided as the reference."""
+    rnd = random.Random(21)
+    forms = [
+        'x{a}.cu({b}): error: identifier "cusparseScsrmm{c}" is undefined',
+        "x.cpp:{a}:{b}: error: 'cusparseDcsrmm{c}' was not declared in this scope",
+        "lib{a}.so: undefined reference to `cusparseScsrmm{c}'",
+        "x.cu:{b}: warning: cusparseZcsrmm{c} is deprecated ({a})",
+    ]
+    tails = ["", "2", "3", "22", "12", "21", "29", "92"]
+    c = Classifier()
+    for _ in range(70):  # past SHAPES_AFTER: the shape cache decides
+        c.match(normalize("[1/2] Building CXX object a.o"))
+    seen = set()
+    for _ in range(3000):
+        text = normalize(rnd.choice(forms).format(a=rnd.randint(1, 99), b=rnd.randint(10, 99), c=rnd.choice(tails)))
+        want = reference(text)
+        assert decision(c.match(text), text) == want, text
+        seen.add(want[0] if want else None)
+    assert c._shapes is not None and {"cusparse-csrmm2-removed", "cusparse-removed"} <= seen
