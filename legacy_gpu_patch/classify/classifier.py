@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
 from legacy_gpu_patch.classify.findings import Finding, Occurrence
 from legacy_gpu_patch.classify.grepfile import FileSearch
 from legacy_gpu_patch.classify.linereader import LineReader
@@ -188,12 +189,18 @@ class Classifier(LineReader):
                 i += 1
                 checked = True
                 e = find(b"\n", hit)
-                if raw_skipped(block[s:e], plain):
+                raw = block[s:e]
+                if raw_skipped(raw, plain):
                     pos = e + 1
                     continue
                 counted += block.count(b"\n", counted_pos, s)
                 counted_pos = s
-                self._line(base + counted + 1, block, s, e, hit, checked)
+                if e - s <= MATCH_WINDOW:  # what _line() does with it (no context wants it), a call less
+                    text = normalize(raw.decode("utf-8", "replace"))
+                    if text:
+                        self._classify(base + counted + 1, text, block, s)
+                else:
+                    self._line(base + counted + 1, block, s, e, hit, checked)
                 pos = e + 1
                 continue
             else:
