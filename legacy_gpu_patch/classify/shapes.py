@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Union
 
+from legacy_gpu_patch.classify.casefold import SpanMatch
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports this module)
@@ -147,41 +148,6 @@ def digit_contexts(regex: re.Pattern[Any], literals: Iterable[str] = ()) -> tupl
 def literals_blind(literals: Iterable[str]) -> bool:
     """Whether prefilter literals hold no digit (then one occurs in a text exactly where it occurs in its shape)."""
     return not any(ch in "0123456789" for lit in literals for ch in lit)
-
-
-class SpanMatch:
-    """A rule's match on a line, read off the spans of its match on another line of the same shape (for a blind rule
-    they are the same spans); what the classifier asks of a match: group(), start(), span(), groups(), groupdict()."""
-
-    __slots__ = ("_spans", "re", "string")
-
-    def __init__(self, regex: re.Pattern[str], string: str, spans: tuple[tuple[int, int], ...]) -> None:
-        self.re = regex
-        self.string = string
-        self._spans = spans
-
-    @property
-    def regs(self) -> tuple[tuple[int, int], ...]:
-        return self._spans
-
-    def span(self, group: int | str = 0) -> tuple[int, int]:
-        return self._spans[group if isinstance(group, int) else self.re.groupindex[group]]
-
-    def start(self, group: int | str = 0) -> int:
-        return self.span(group)[0]
-
-    def end(self, group: int | str = 0) -> int:
-        return self.span(group)[1]
-
-    def group(self, group: int | str = 0) -> str | Any:
-        start, end = self.span(group)
-        return None if start < 0 else self.string[start:end]
-
-    def groups(self) -> tuple[str | Any, ...]:
-        return tuple(self.group(i) for i in range(1, len(self._spans)))
-
-    def groupdict(self) -> dict[str, str | Any]:
-        return {name: self.group(i) for name, i in self.re.groupindex.items()}
 
 
 # a rule's match: the regex's own, read off a shape's spans, or a lowered pattern's (casefold.py)
