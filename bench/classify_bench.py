@@ -3,6 +3,7 @@
 
     python bench/classify_bench.py                      # 200 MB logs, 1 GB for peak RSS
     python bench/classify_bench.py --size-mb 50 --big-mb 0 --repeat 3
+    python bench/classify_bench.py --size-mb 50 --big-mb 0 --repeat 5 --against DIR   # DIR: an export of main
 
 1. Generates three logs of --size-mb: *quiet* (a build that passes: ninja/CMake/gcc/nvcc/setuptools/pytest lines,
    CI timestamp and BuildKit prefixes, innocent mentions of "error", a few real errors at the end), *error-dense*
@@ -12,7 +13,8 @@
    `lgpatch classify LOG --json` as a process (start-up included: what a user gets), the classifier in-process,
    and `grep -cE` with the same literal prefilters (the classifier's triggers), all from the page cache. Prints
    min/median/max seconds and MB/s of each, the process/grep ratio (median of the rounds' ratios), and the
-   error-dense/quiet ratio of the process times.
+   error-dense/quiet ratio of the process times. `--against DIR` times DIR's CLI too, in the same rounds (a
+   before/after in one run: single runs of this shared machine spread by 20-30%).
 3. Peak RSS of `lgpatch classify` as a process on a --big-mb log and on a log of 10 MB single lines.
 4. Start-up: the CLI on a two-line log, with the rule cache empty (a first run) and filled (every later run).
 
@@ -69,22 +71,28 @@ def warm(path: Path) -> None:
             pass
 
 
-def _child(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+def _child(argv: list[str], env: dict[str, str] | None = None, cwd: Path = REPO) -> tuple[float, float]:
     """(wall, CPU) seconds of a child process; CPU (user + system) is what a busy shared machine distorts least."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     # stdout to a pipe, not /dev/null: GNU grep stops at the first match when its output is /dev/null
-    subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO, env=env)
+    subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd, env=env)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
-def time_process(path: Path, grep: bool = True) -> tuple[float, float]:
+def time_process(path: Path, grep: bool = True, checkout: Path | None = None) -> tuple[float, float]:
     """`lgpatch classify LOG --json | ...` in a fresh interpreter (start-up included; the CPU time of the grep
-    processes that search for triggers included too); `grep=False`: with the search in Python only."""
+    processes that search for triggers included too); `grep=False`: with the search in Python only. `checkout`:
+    the package of another checkout (run from its root, so that it is the one imported), with a rule cache of its
+    own beside the log (two versions sharing one would rewrite it at every run)."""
     env = None if grep else {**os.environ, "LGPATCH_CLASSIFY_GREP": "0"}
-    return _child([sys.executable, "-m", "legacy_gpu_patch", "classify", str(path), "--json"], env=env)
+    argv = [sys.executable, "-m", "legacy_gpu_patch", "classify", str(path), "--json"]
+    if checkout is None:
+        return _child(argv, env=env)
+    env = {**(env or os.environ), "LGPATCH_CACHE": str(path.parent / "against-cache")}
+    return _child(argv, env=env, cwd=checkout)
 
 
 def startup(work: Path) -> str:
@@ -133,20 +141,26 @@ def spread(xs: list[float]) -> str:
     return f"min {min(xs):.3f} / median {statistics.median(xs):.3f} / max {max(xs):.3f} s"
 
 
-def bench_log(name: str, path: Path, repeat: int, pats: list[str], python_search: bool = False) -> float:
-    """Prints one log's figures; returns the median process CPU time."""
+def bench_log(name: str, path: Path, repeat: int, pats: list[str], python_search: bool = False,
+              against: Path | None = None) -> tuple[float, float | None]:
+    """Prints one log's figures; returns the median process CPU time, and that of the `against` checkout."""
     from legacy_gpu_patch.classify.classifier import load_rules
 
     load_rules()
     warm(path)
     time_process(path)  # untimed: the rule cache filled (a user's first run fills it)
+    if against is not None:
+        time_process(path, checkout=against)
     size = path.stat().st_size / 1e6
     proc: list[tuple[float, float]] = []
     inproc: list[float] = []
     greps: list[tuple[float, float]] = []
     pure: list[tuple[float, float]] = []
+    other: list[float] = []
     for _ in range(repeat):  # alternated: a busy moment of the machine hits all three alike
         proc.append(time_process(path))
+        if against is not None:
+            other.append(time_process(path, checkout=against)[1])
         if python_search:
             pure.append(time_process(path, grep=False))
         inproc.append(time_in_process(path))
@@ -168,7 +182,11 @@ def bench_log(name: str, path: Path, repeat: int, pats: list[str], python_search
         print(f"  grep -cE ({len(pats)} literals):     wall {spread(gwall)}; CPU {spread(gcpu)}")
         print(f"  process/grep, CPU: {statistics.median(ratios):.2f}x median of {len(ratios)} rounds "
               f"(min {min(ratios):.2f}x, max {max(ratios):.2f}x)")
-    return statistics.median(cpu)
+    if other:
+        ratios = [p / max(o, 1e-3) for p, o in zip(cpu, other)]
+        print(f"  --against {against} (process): CPU {spread(other)}; this/against "
+              f"{statistics.median(ratios):.2f}x median of the rounds")
+    return statistics.median(cpu), statistics.median(other) if other else None
 
 
 _RSS_PROBE = (
@@ -194,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5, help="rounds of each contender, alternated")
     ap.add_argument("--no-compile", action="store_true",
                     help="no bytecode: remove the package's __pycache__ and compile sources at every start")
+    ap.add_argument("--against", type=Path, default=None, metavar="CHECKOUT",
+                    help="also time another checkout's CLI (e.g. an export of main) in the same rounds")
     ap.add_argument("--python-search", action="store_true",
                     help="also time the process with the trigger search in Python only (LGPATCH_CLASSIFY_GREP=0)")
     args = ap.parse_args(argv)
@@ -203,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     from legacy_gpu_patch.classify.grepscan import gnu_grep
 
     bytecode = compile_bytecode(not args.no_compile)
+    if args.against is not None and not args.no_compile:
+        import compileall
+
+        compileall.compile_dir(str(args.against / "legacy_gpu_patch"), quiet=1)
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}; "
           f"trigger search: {'GNU grep ' + str(gnu_grep()) if gnu_grep() else 'Python'}; bytecode: {bytecode}")
     try:
@@ -212,9 +236,13 @@ def main(argv: list[str] | None = None) -> int:
         generate(logs["quiet"], size)
         generate_dense(logs["error-dense"], size)
         generate_cmake_tail(logs["cmake-tail"], size)
-        medians = {name: bench_log(name, path, args.repeat, pats, args.python_search) for name, path in logs.items()}
-        print(f"error-dense / quiet (process CPU, medians): {medians['error-dense'] / medians['quiet']:.2f}x; "
+        medians = {name: bench_log(name, path, args.repeat, pats, args.python_search, args.against)
+                   for name, path in logs.items()}
+        dense, quiet = medians["error-dense"], medians["quiet"]
+        print(f"error-dense / quiet (process CPU, medians): {dense[0] / quiet[0]:.2f}x; "
               f"load now {os.getloadavg()[0]:.2f}")
+        if dense[1] is not None and quiet[1] is not None:
+            print(f"  --against: {dense[1] / quiet[1]:.2f}x")
         if args.big_mb:
             big = work / "big.log"
             generate(big, args.big_mb << 20, seed=2)

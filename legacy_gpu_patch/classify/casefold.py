@@ -14,6 +14,9 @@ groups keep their numbers and names; the classifier reads a match's text off T (
 lowered texts, as IGNORECASE compares the originals. A pattern with anything else (scoped flags, an op this module
 does not write) is not lowered: `lowered` returns None and the rule keeps its own regex. `lowered` writes the
 pattern back from re's parse tree and checks that what it wrote, lowering left out, parses to the same tree.
+
+SpanMatch, a rule's match read off the spans cached for a message shape (shapes.py), sits beside LowMatch: both
+stand for a rule's match on a line without that rule's own regex run on it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
 
-__all__ = ["LowMatch", "lowered"]
+__all__ = ["LowMatch", "SpanMatch", "lowered"]
 
 _C = _sre_constants
 _AT = {
@@ -198,6 +201,11 @@ class LowMatch:
         self.re = regex
         self.string = string
 
+    @property
+    def regs(self) -> tuple[tuple[int, int], ...]:
+        """The span of every group, 0 first (re.Match.regs)."""
+        return self._m.regs
+
     def span(self, group: int | str = 0) -> tuple[int, int]:
         return self._m.span(group)
 
@@ -216,3 +224,38 @@ class LowMatch:
 
     def groupdict(self) -> dict[str, str | Any]:
         return {name: self.group(name) for name in self.re.groupindex}
+
+
+class SpanMatch:
+    """A rule's match on a line, read off the spans of its match on another line of the same shape (for a blind rule
+    they are the same spans); what the classifier asks of a match: group(), start(), span(), groups(), groupdict()."""
+
+    __slots__ = ("_spans", "re", "string")
+
+    def __init__(self, regex: re.Pattern[str], string: str, spans: tuple[tuple[int, int], ...]) -> None:
+        self.re = regex
+        self.string = string
+        self._spans = spans
+
+    @property
+    def regs(self) -> tuple[tuple[int, int], ...]:
+        return self._spans
+
+    def span(self, group: int | str = 0) -> tuple[int, int]:
+        return self._spans[group if isinstance(group, int) else self.re.groupindex[group]]
+
+    def start(self, group: int | str = 0) -> int:
+        return self.span(group)[0]
+
+    def end(self, group: int | str = 0) -> int:
+        return self.span(group)[1]
+
+    def group(self, group: int | str = 0) -> str | Any:
+        start, end = self.span(group)
+        return None if start < 0 else self.string[start:end]
+
+    def groups(self) -> tuple[str | Any, ...]:
+        return tuple(self.group(i) for i in range(1, len(self._spans)))
+
+    def groupdict(self) -> dict[str, str | Any]:
+        return {name: self.group(i) for name, i in self.re.groupindex.items()}

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
 from legacy_gpu_patch.classify.findings import Finding, Occurrence
 from legacy_gpu_patch.classify.grepfile import FileSearch
 from legacy_gpu_patch.classify.linereader import LineReader
@@ -187,9 +188,21 @@ class Classifier(LineReader):
                 s, hit = cands[i]
                 i += 1
                 checked = True
-                if raw_skipped(block[s : find(b"\n", hit)], plain):
-                    pos = find(b"\n", hit) + 1
+                e = find(b"\n", hit)
+                raw = block[s:e]
+                if raw_skipped(raw, plain):
+                    pos = e + 1
                     continue
+                counted += block.count(b"\n", counted_pos, s)
+                counted_pos = s
+                if e - s <= MATCH_WINDOW:  # what _line() does with it (no context wants it), a call less
+                    text = normalize(raw.decode("utf-8", "replace"))
+                    if text:
+                        self._classify(base + counted + 1, text, block, s)
+                else:
+                    self._line(base + counted + 1, block, s, e, hit, checked)
+                pos = e + 1
+                continue
             else:
                 break
             e = find(b"\n", s if hit < 0 else hit)

@@ -104,7 +104,8 @@ class Collector(Matcher):
         return _NO_LINES
 
     def _classify(self, lineno: int, text: str, block: bytes | None, s: int) -> None:
-        hit = self.match(text)
+        shapes = self._shapes  # Matcher.match(), one call less a line once the shape cache decides
+        hit = self.match(text) if shapes is None else shapes.match(self, text)
         if hit is None:
             return
         rule, m = hit
@@ -118,7 +119,8 @@ class Collector(Matcher):
             return
         if rule.generic or len(text) >= WRAP_MIN:
             # a generic reading, or a line long enough to have been wrapped by a CI: the next line decides
-            self._finish_pending(None)
+            if self._pending is not None:
+                self._finish_pending(None)
             self._pending = _Pending(rule, lineno, text, before, m)
             self._want = max(self._want, 1)
             return

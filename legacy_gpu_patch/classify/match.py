@@ -79,6 +79,8 @@ class Matcher:
         self._matched = 0  # lines matched the plain way; past SHAPES_AFTER, by shape
         self._use_shapes = use_shapes
         self._shapes: ShapeCache | None = None
+        # the index's strings the line of the last plain_match() holds (an ASCII line whose lead rules all missed)
+        self.held: frozenset[str] | None = None
         # the raw fast path's decision per raw line shape (digits written 0), where it cannot tell digits apart
         self._raw_shapes: dict[bytes, bool] | None = {} if use_shapes and prep.raw_blind else None
 
@@ -139,7 +141,7 @@ class Matcher:
             return shapes.match(self, text)
         self._matched += 1
         if self._matched >= SHAPES_AFTER and self._use_shapes:
-            self._shapes = ShapeCache(self._aware, self._aware_runs)
+            self._shapes = ShapeCache(self._aware, self._aware_runs, frozenset(self._index.contained))
         found = self.plain_match(text)
         return None if found is None else (found[1], found[2])
 
@@ -148,6 +150,7 @@ class Matcher:
 
         Units number the rules as they are tried: the lead steps (prepare.lead_machinery), then rules[lead:].
         """
+        self.held = None
         lead = self._lead_first(text, skip)
         if lead is not None:
             return lead
@@ -161,6 +164,8 @@ class Matcher:
         index = self._index
         found = index.found(low)  # one search for every prefilter literal and necessary string
         held = index.holds(found) if plain else frozenset()
+        if plain:
+            self.held = held
         for i in index.rules_of(found):
             if skip and first + i in skip:
                 continue

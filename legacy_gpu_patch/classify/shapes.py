@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Union
 
+from legacy_gpu_patch.classify.casefold import SpanMatch
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports this module)
@@ -92,6 +93,7 @@ def _contexts(items: Any, out: list[str]) -> bool:
         if op is c.LITERAL:
             run.append(av)
             continue
+        before = run[:]
         close()
         if op is c.NOT_LITERAL:
             if av in _DIGITS:
@@ -108,7 +110,13 @@ def _contexts(items: Any, out: list[str]) -> bool:
             if not _contexts(av[3], out):
                 return False
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
-            if not _contexts(av[2], out):
+            body = [a for o, a in av[2]] if all(o is c.LITERAL for o, _ in av[2]) else None
+            if before and body and any(ch in _DIGITS for ch in body):
+                # literal digits repeated right after a run of literals (`csrmm2?`): the repeat can take one only
+                # where the text holds the run and them together; without that it takes none, in the line and in
+                # its shape alike, so that joined string is the context, not the digit alone (held by most lines)
+                out.append("".join(map(chr, before + body)).lower())
+            elif not _contexts(av[2], out):
                 return False
         elif op in (c.ASSERT, c.ASSERT_NOT):
             if not _contexts(av[1], out):
@@ -142,37 +150,6 @@ def literals_blind(literals: Iterable[str]) -> bool:
     return not any(ch in "0123456789" for lit in literals for ch in lit)
 
 
-class SpanMatch:
-    """A rule's match on a line, read off the spans of its match on another line of the same shape (for a blind rule
-    they are the same spans); what the classifier asks of a match: group(), start(), span(), groups(), groupdict()."""
-
-    __slots__ = ("_spans", "re", "string")
-
-    def __init__(self, regex: re.Pattern[str], string: str, spans: tuple[tuple[int, int], ...]) -> None:
-        self.re = regex
-        self.string = string
-        self._spans = spans
-
-    def span(self, group: int | str = 0) -> tuple[int, int]:
-        return self._spans[group if isinstance(group, int) else self.re.groupindex[group]]
-
-    def start(self, group: int | str = 0) -> int:
-        return self.span(group)[0]
-
-    def end(self, group: int | str = 0) -> int:
-        return self.span(group)[1]
-
-    def group(self, group: int | str = 0) -> str | Any:
-        start, end = self.span(group)
-        return None if start < 0 else self.string[start:end]
-
-    def groups(self) -> tuple[str | Any, ...]:
-        return tuple(self.group(i) for i in range(1, len(self._spans)))
-
-    def groupdict(self) -> dict[str, str | Any]:
-        return {name: self.group(i) for name, i in self.re.groupindex.items()}
-
-
 # a rule's match: the regex's own, read off a shape's spans, or a lowered pattern's (casefold.py)
 RuleMatch = Union["re.Match[str]", SpanMatch, "LowMatch"]
 _Entry = tuple[int, tuple[tuple[int, tuple[str, ...]], ...], "Rule | None", "re.Pattern[str] | None",
@@ -182,6 +159,13 @@ _Entry = tuple[int, tuple[tuple[int, tuple[str, ...]], ...], "Rule | None", "re.
 def shape_of(text: str) -> bytes:
     """The shape of a text: its UTF-8 bytes, each digit 1-9 written 0 (UTF-8 leaves ASCII bytes to ASCII)."""
     return text.encode("utf-8", "surrogatepass").translate(_TO_ZERO)
+
+
+def _holds_one(strings: tuple[str, ...], text: str) -> bool:
+    for s in strings:  # noqa: SIM110 - a loop, not any(): a generator would cost more than the few `in`s
+        if s in text:
+            return True
+    return False
 
 
 class ShapeCache:
@@ -198,11 +182,23 @@ class ShapeCache:
     the line holds one of its runs; as the deciding unit, its spans are read off the cache like a blind one's.
     """
 
-    __slots__ = ("aware", "contexts", "entries")
+    __slots__ = ("_memo", "aware", "contexts", "entries", "indexed", "units")
 
     def __init__(self, aware: dict[int, tuple[str, ...]],
-                 contexts: dict[int, tuple[str, ...] | None] | None = None) -> None:
-        self.aware = {u: tuple(shape_of(lit).decode() for lit in lits) for u, lits in sorted(aware.items())}
+                 contexts: dict[int, tuple[str, ...] | None] | None = None,
+                 indexed: frozenset[str] = frozenset()) -> None:
+        """`indexed`: strings whose presence in a learnt line the matcher reports (Matcher.held: its index's)."""
+        # each aware unit in order: the shapes of its literals (None: it has none, always tried), those of them
+        # found through the matcher's index (digit-free: in a line's shape where in the line), the others
+        self.aware: list[tuple[int, tuple[str, ...] | None, frozenset[str], tuple[str, ...]]] = []
+        for u, lits in sorted(aware.items()):
+            found = frozenset(lit for lit in lits if lit in indexed and literals_blind((lit,)))
+            shaped = tuple(shape_of(lit).decode() for lit in lits)
+            self.aware.append((u, shaped or None, found, tuple(shape_of(lit).decode() for lit in lits
+                                                              if lit not in found)))
+        self.units = frozenset(aware)
+        self.indexed = frozenset(lit for _, _, found, _ in self.aware for lit in found)
+        self._memo: dict[tuple[int, frozenset[str]], tuple[tuple[int, tuple[str, ...]], ...]] = {}
         self.contexts = contexts or {}
         # shape -> (deciding unit, [(aware unit worth a try, runs without which it is not)], the unit's rule, regex
         # and match spans where they are cached, the runs without which those spans hold (() for a blind unit))
@@ -221,13 +217,13 @@ class ShapeCache:
             low = text.lower()
             plain = text.isascii()
         for unit, runs in worth:
-            if runs and plain and not any(r in low for r in runs):
+            if runs and plain and not _holds_one(runs, low):
                 continue  # it missed the learnt line and misses this one alike (see the class docstring)
             hit = matcher.unit_match(unit, text, low)
             if hit is not None:
                 return hit
         if rule is not None and regex is not None and (
-                not needs or (plain and not any(r in low for r in needs))):
+                not needs or (plain and not _holds_one(needs, low))):
             return rule, SpanMatch(regex, text, spans)  # its match on the shape is its match here
         if first == _END:
             return None
@@ -236,6 +232,25 @@ class ShapeCache:
             found = matcher.plain_match(text)
             return None if found is None else (found[1], found[2])
         return hit
+
+    def _candidates(self, first: int, held: frozenset[str]) -> tuple[tuple[int, tuple[str, ...]], ...]:
+        """The aware units before `first` that may match a line whose index strings are `held`, each with the
+        strings one of which its shape must hold besides (() when none is needed); one answer per set of them."""
+        key = (first, held & self.indexed)
+        found = self._memo.get(key)
+        if found is None:
+            out: list[tuple[int, tuple[str, ...]]] = []
+            for unit, lits, found_lits, other_lits in self.aware:
+                if unit >= first:
+                    break
+                if lits is None or not found_lits.isdisjoint(held):
+                    out.append((unit, ()))
+                elif other_lits:
+                    out.append((unit, other_lits))
+            if len(self._memo) >= MAX_SHAPES:
+                self._memo.clear()
+            found = self._memo[key] = tuple(out)
+        return found
 
     def _learn(self, matcher: Matcher, text: str, shape: bytes) -> Hit | None:
         """A shape not seen yet: the plain path decides the line; the shape's entry is kept for the next ones."""
@@ -250,27 +265,29 @@ class ShapeCache:
         def runs_of(unit: int) -> tuple[str, ...] | None:
             """The unit's runs, if neither this line nor its shape holds one (then it acts alike on both)."""
             runs = contexts.get(unit)
-            if runs is None or low is None or any(r in low or r in low_shape for r in runs):
+            if runs is None or low is None:
                 return None
+            for r in runs:
+                if r in low or r in low_shape:
+                    return None
             return runs
 
+        held = matcher.held  # the index's strings this line holds, where plain_match searched them (else None)
+        if held is not None:
+            candidates = self._candidates(first, held)
+        else:
+            candidates = tuple((unit, lits or ()) for unit, lits, _, _ in self.aware if unit < first)
         worth: list[tuple[int, tuple[str, ...]]] = []
-        for unit, lits in self.aware.items():
-            if unit >= first:
-                break
-            if lits:
-                for lit in lits:  # a loop, not any(): ~30 units a new shape, a generator each would cost more
-                    if lit in low_shape:
-                        break
-                else:
-                    continue
+        for unit, tests in candidates:
+            if tests and not _holds_one(tests, low_shape):
+                continue  # its shape holds none of its literals' shapes: the unit cannot match a line of it
             worth.append((unit, runs_of(unit) or ()))
         if len(self.entries) >= MAX_SHAPES:
             self.entries.clear()
-        needs: tuple[str, ...] | None = () if first not in self.aware else runs_of(first)
+        needs: tuple[str, ...] | None = runs_of(first) if first in self.units else ()
         if found is not None and needs is not None:
             m = found[2]
-            spans = tuple(m.span(g) for g in range(m.re.groups + 1))
+            spans = m.regs  # re.Match's or LowMatch's: every group's span
             self.entries[shape] = (first, tuple(worth), found[1], m.re, spans, needs)
         else:
             self.entries[shape] = (first, tuple(worth), None, None, (), ())

@@ -189,6 +189,9 @@ def test_the_literal_index_selects_the_rules_whose_literals_a_line_holds() -> No
     (r"(?P<a>\w)(?P=a)", (), None),  # a back-reference
     (r"[^7]x", (), None),
     (r"\d+ errors", (), ()),  # blind
+    (r"cusparse[SD]csrmm2?\b", (), ("csrmm2",)),  # an optional digit after literals: they and it together
+    (r"(?i)Half2+x", (), ("half2",)),
+    (r"\w2?", (), ("2",)),  # no literal before it: the digit alone
 ])
 def test_digit_contexts(pattern: str, prefilter: tuple[str, ...], runs: tuple[str, ...] | None) -> None:
     assert digit_contexts(re.compile(pattern), prefilter) == runs
@@ -199,6 +202,9 @@ def test_digit_contexts(pattern: str, prefilter: tuple[str, ...], runs: tuple[st
      'x.cu(1): error: identifier "cusparseScsr2csc" is undefined'),  # ...and this line holds `csr2csc`
     ("x.cpp:1:1: error MSB3722: nothing", "x.cpp:1:1: error MSB3721: nothing"),
     ("/usr/bin/ld: cannot find -lcusparse9", "LINK : fatal error LNK1181: cannot open input file 'x.lib'"),
+    # a 2 elsewhere in the line, not after csrmm: the shape's decision holds; then one with csrmm2
+    ('x2.cu(1): error: identifier "cusparseScsrmm7" is undefined',
+     'x7.cu(1): error: identifier "cusparseScsrmm2" is undefined'),
 ])
 def test_a_line_that_holds_a_digit_run_is_tried_where_its_shape_skips_the_rule(first: str, second: str) -> None:
     c = Classifier()
@@ -221,3 +227,26 @@ def test_a_full_shape_cache_starts_again_with_the_same_findings(monkeypatch: pyt
     small = c.close()
     assert c._shapes is not None and len(c._shapes.entries) <= 16
     assert [f.__dict__ for f in small] == [f.__dict__ for f in classify_bytes(data, use_shapes=False)]
+
+
+def test_lines_of_one_shape_with_and_without_csrmm2_are_decided_as_the_reference() -> None:
+    """`csrmm2?`: the shape cache re-runs the rule only on a line that holds `csrmm2` (shapes.digit_contexts);
+    lines of the same shapes holding a 2 elsewhere, csrmm2, csrmm22 or csrmm12 are each decided as the reference."""
+    rnd = random.Random(21)
+    forms = [
+        'x{a}.cu({b}): error: identifier "cusparseScsrmm{c}" is undefined',
+        "x.cpp:{a}:{b}: error: 'cusparseDcsrmm{c}' was not declared in this scope",
+        "lib{a}.so: undefined reference to `cusparseScsrmm{c}'",
+        "x.cu:{b}: warning: cusparseZcsrmm{c} is deprecated ({a})",
+    ]
+    tails = ["", "2", "3", "22", "12", "21", "29", "92"]
+    c = Classifier()
+    for _ in range(70):  # past SHAPES_AFTER: the shape cache decides
+        c.match(normalize("[1/2] Building CXX object a.o"))
+    seen = set()
+    for _ in range(3000):
+        text = normalize(rnd.choice(forms).format(a=rnd.randint(1, 99), b=rnd.randint(10, 99), c=rnd.choice(tails)))
+        want = reference(text)
+        assert decision(c.match(text), text) == want, text
+        seen.add(want[0] if want else None)
+    assert c._shapes is not None and {"cusparse-csrmm2-removed", "cusparse-removed"} <= seen
