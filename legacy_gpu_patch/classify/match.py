@@ -210,17 +210,18 @@ class Matcher:
         steps = self._lead_steps
         if unit < len(steps):
             rule, group, find = steps[unit]
-            return self._step_match(rule, group, find, text, low)
+            if group is None and not _prefilter_holds(rule, low):
+                return None  # as _lead_first skips the step
+            return self._step_match(rule, group, find, text)
         i = unit - len(steps) + self._lead
         rule = self._rules[i]
-        if rule.prefilter and not any(lit in low for lit in rule.prefilter):
+        if not _prefilter_holds(rule, low):
             return None  # the literal index would not have selected it
         return self._rule_match(i, text, low)
 
     @staticmethod
-    def _step_match(
-        rule: Rule, group: Any, find: Any, text: str, low: str | None
-    ) -> tuple[Rule, re.Match[str]] | None:
+    def _step_match(rule: Rule, group: Any, find: Any, text: str) -> tuple[Rule, re.Match[str]] | None:
+        """A lead step's regex on `text`, its prefilter (where it has one) already passed."""
         if group is not None:
             # consecutive exceptions without prefilter, as one regex: which one matched does not matter
             gm = find(text)
@@ -229,14 +230,6 @@ class Matcher:
                     if gm.start(idx) >= 0:
                         return member, gm
             return None
-        if rule.prefilter:
-            if low is None:
-                low = text.lower()
-            for lit in rule.prefilter:
-                if lit in low:
-                    break
-            else:
-                return None
         m = find(text)
         return (rule, m) if m else None
 
@@ -250,7 +243,8 @@ class Matcher:
             if skip and j in skip:
                 continue
             if group is None and rule.prefilter:
-                # the prefilter tested here, as _step_match tests it: most steps stop at it (a call saved)
+                # the prefilter tested inline, not through _prefilter_holds: most steps stop at it (a call saved on
+                # the hot path; unit_match, off it, calls the function)
                 if low is None:
                     low = text.lower()
                 for lit in rule.prefilter:
@@ -258,11 +252,11 @@ class Matcher:
                         break
                 else:
                     continue
-                m = find(text)  # the prefilter passed: what _step_match would do next, without testing it again
+                m = find(text)  # the prefilter passed: what _step_match would do
                 if m:
                     return j, rule, m
                 continue
-            hit = self._step_match(rule, group, find, text, low)
+            hit = self._step_match(rule, group, find, text)
             if hit is not None:
                 return j, hit[0], hit[1]
         return None
@@ -284,3 +278,8 @@ class Matcher:
         """Whether a line reads as a message of its own (a specific rule, or an exception such as a warning)."""
         hit = self.match(text)
         return hit is not None and not hit[0].generic
+
+
+def _prefilter_holds(rule: Rule, low: str) -> bool:
+    """Whether the lowered line holds one of the rule's prefilter literals (a rule without any always passes)."""
+    return not rule.prefilter or any(lit in low for lit in rule.prefilter)
