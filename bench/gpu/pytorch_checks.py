@@ -205,8 +205,8 @@ def check_exit() -> None:
 
 # LMS manages (and can swap out) only what is allocated after set_enabled_lms(True): the first version of this
 # check made its input, gradient and reference before (IBM's allocator attaches LMS to a storage when it is made),
-# so those could not be swapped and 2.3 GiB stayed resident: out of memory at every limit below that, with or
-# without determinism (H200, session 6). So LMS is on from the start; the reference is the
+# so those could not be swapped and 2.3 GiB stayed resident: out of memory at every limit tried below that
+# (1200–2600 MB), with and without determinism (H200, session 6). So LMS is on from the start; the reference is the
 # same layer at the default limit (the whole device: nothing is swapped), kept on the host.
 LMS_DETERMINISTIC_CONV = """
 import json, sys
