@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
+import subprocess
 from types import ModuleType
 
 import pytest
@@ -41,6 +43,30 @@ def test_lms_is_enabled_before_the_first_cuda_allocation_and_the_limit_after_the
     steps = [i for i, name in enumerate(calls) if name == "step"]
     limit = calls.index("torch.cuda.set_limit_lms")
     assert len(steps) == 2 and steps[0] < limit < steps[1], calls
+
+
+def test_the_reference_steps_cached_blocks_are_released_before_the_measured_step() -> None:
+    # IBM's limit is tested only when the allocator asks cudaMalloc for more; the reference step's cached blocks
+    # would be reused untested (session 7 on the H200: nothing reclaimed, peak = the reference's)
+    calls = _calls_in_order(_checks().LMS_DETERMINISTIC_CONV)
+    steps = [i for i, name in enumerate(calls) if name == "step"]
+    for name in ("torch.cuda.empty_cache", "torch.cuda.reset_peak_memory_stats"):
+        assert steps[0] < calls.index(name) < steps[1], (name, calls)
+    assert "torch.cuda.max_memory_reserved" in calls[steps[1]:]
+
+
+@pytest.mark.parametrize(("reclaimed", "peak_reserved", "ok"), [(7_000_000, 1700, True), (0, 1700, False),
+                                                                 (7_000_000, 2746, False)])
+def test_the_verdict_wants_a_swap_within_the_limit(monkeypatch: pytest.MonkeyPatch, reclaimed: int,
+                                                   peak_reserved: int, ok: bool) -> None:
+    checks = _checks()
+    line = json.dumps({"rel_err": 0.0, "reclaimed_bytes": reclaimed, "peak_allocated_mb": 1600,
+                       "peak_reserved_mb": peak_reserved})
+    monkeypatch.setattr(checks.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, line + "\n", ""))
+    reported: list[tuple[str, bool]] = []
+    monkeypatch.setattr(checks, "report", lambda name, passed, **detail: reported.append((name, passed)))
+    checks.check_lms_deterministic_conv(1729)
+    assert reported == [("lms_deterministic_conv", ok)]
 
 
 def test_a_failure_is_reported_by_the_exceptions_line() -> None:
