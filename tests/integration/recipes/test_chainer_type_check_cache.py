@@ -129,7 +129,8 @@ NOT_PLAIN = """
 import chainer.function
 from chainer.functions.pooling.upsampling_2d import Upsampling2D
 x = numpy.zeros((1, 1, 2, 2), 'f')
-out = {"upsampling": [checks(lambda: Upsampling2D(numpy.zeros(s, 'i'), 2)(x)) for s in [x.shape, x.shape, (1, 1, 3, 3)]],
+out = {"upsampling": [checks(lambda: Upsampling2D(numpy.zeros(s, 'i'), 2)(x))
+                      for s in [x.shape, x.shape, (1, 1, 3, 3)]],
        "get_item": [checks(lambda: F.get_item(x, s)) for s in [slice(0, 1), slice(0, 1), (0, 0, 0, 0, 0)]]}
 
 
