@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import Runner, git
 from helpers.chainer_cpu import ChainerTrees, chainer_trees, run_chainer
 
 pytestmark = [pytest.mark.integration]
@@ -27,7 +28,7 @@ def both(trees: ChainerTrees, code: str, **env: str) -> tuple[dict, dict]:
     return run_chainer(trees, trees.patched, code, **env), run_chainer(trees, trees.without_step, code, **env)
 
 
-def test_step_is_gated_like_the_other_speed_steps(lgpatch) -> None:
+def test_step_is_gated_like_the_other_speed_steps(lgpatch: Runner) -> None:
     for cuda, selected in (("8.0", False), ("9.0", True), ("13.0", True)):
         r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--json")
         assert r.code == 0, r.err
@@ -37,8 +38,6 @@ def test_step_is_gated_like_the_other_speed_steps(lgpatch) -> None:
 
 
 def test_applies_strictly_touching_function_py_and_its_new_module(trees: ChainerTrees) -> None:
-    from helpers import git
-
     assert STEP in trees.applied
     commit = git(trees.patched, "log", "--format=%H", "--grep", f"lgpatch: {STEP}$")
     files = git(trees.patched, "show", "--name-only", "--format=", commit).split()
