@@ -1,0 +1,116 @@
+"""The real Chainer 1.24.0 on the CPU (its NumPy path), straight from a patched work tree: no build, no CuPy.
+
+`import chainer` from the tree needs only NumPy (this interpreter's), six and filelock (Chainer's own pure-Python
+dependencies: this interpreter's when it has them, else pip installs them into a folder of the test's). CuPy's
+extension modules are not built, so `chainer.cuda.available` is False and every Function runs forward_cpu.
+
+Trees: `lgpatch apply chainer-1.24 --strict` of the real sdist (helpers.ptx_support.apply: the sdist from the local
+downloads folder or LGPATCH_CHAINER_SDIST, else PyPI), and the same ledger with one step reverted by git: the
+recipe without that step, for comparing against Chainer as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from helpers import git
+from helpers.ptx_support import apply
+
+
+@dataclass(frozen=True)
+class ChainerTrees:
+    patched: Path
+    without_step: Path
+    deps: Path | None
+    applied: tuple[str, ...]
+
+
+def _deps(root: Path) -> Path | None:
+    """None when this interpreter has six and filelock; else a folder pip installed them into."""
+    probe = subprocess.run([sys.executable, "-c", "import six, filelock"], capture_output=True)
+    if probe.returncode == 0:
+        return None
+    target = root / "deps"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--target",
+                           str(target), "six", "filelock"], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        pytest.skip(f"six and filelock (Chainer's dependencies) are not importable and pip could not install them:\n"
+                    f"{proc.stderr[-2000:]}")
+    return target
+
+
+def chainer_trees(root: Path, step: str) -> ChainerTrees:
+    """The recipe applied strictly, and a clone of its ledger with `step`'s commit reverted."""
+    tree, report = apply(root, "chainer-1.24")
+    applied = tuple(a["step"] for a in report["applied"])
+    commits = git(tree, "log", "--format=%H", "--grep", f"lgpatch: {step}$").split()
+    assert len(commits) == 1, f"one ledger commit for {step} expected, found {commits}"
+    without = root / "without-step"
+    git(root, "clone", "-q", str(tree), str(without))
+    git(without, "revert", "--no-edit", commits[0])
+    return ChainerTrees(tree, without, _deps(root), applied)
+
+
+PRELUDE = """\
+import json, sys
+import numpy
+import chainer
+import chainer.functions as F
+from chainer.utils import type_check
+try:
+    from chainer import _type_check_cache
+except ImportError:
+    _type_check_cache = None
+
+get_types_calls = [0]
+_get_types = type_check.get_types
+
+
+def _counting_get_types(*args):
+    get_types_calls[0] += 1
+    return _get_types(*args)
+
+
+type_check.get_types = _counting_get_types  # function.py looks it up per call: counts every check that runs
+
+
+def outcome(call):
+    try:
+        call()
+    except Exception as e:
+        return "%s: %s" % (type(e).__name__, e)
+    return "ok"
+
+
+def checks(call):
+    before = get_types_calls[0]
+    result = outcome(call)
+    return result, get_types_calls[0] - before
+
+
+def cache_size():
+    return None if _type_check_cache is None else _type_check_cache.size()
+
+
+"""
+
+
+def run_chainer(trees: ChainerTrees, tree: Path, code: str, **env: str) -> dict:
+    """Runs PRELUDE + code with Chainer from `tree`; code ends by printing one JSON object, which is returned."""
+    paths = [str(tree), *([str(trees.deps)] if trees.deps else [])]
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINER_") and k != "PYTHONPATH"}
+    child_env.update(PYTHONPATH=os.pathsep.join(paths), **env)
+    proc = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], capture_output=True, text=True,
+                          env=child_env, cwd=tree.parent, timeout=600)
+    assert proc.returncode == 0, f"child exited {proc.returncode}:\n{proc.stderr[-4000:]}"
+    lines = proc.stdout.strip().splitlines()
+    assert lines, f"child printed nothing:\n{proc.stderr[-4000:]}"
+    return json.loads(lines[-1])
