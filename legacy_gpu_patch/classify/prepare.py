@@ -222,7 +222,9 @@ def prepare(rules: RuleSet) -> Prepared:
     raw_skip = _raw_skip(rules.rules[: rules.lead])
     factors = tuple(necessary_factors(r.regex) for r in rules.rules)
     return Prepared(
-        index=LiteralIndex(rules, [s for need in factors if need for one in need for s in sorted(one)]),
+        # the lead rules' prefilter literals too: plain_match tests them against the index's answer (Matcher.held)
+        index=LiteralIndex(rules, [*(s for need in factors if need for one in need for s in sorted(one)),
+                                   *(lit for r in rules.rules[: rules.lead] for lit in r.prefilter)]),
         lead=plan,
         raw_skip=raw_skip,
         raw_blind=raw_skip is not None and _raw_path_blind(re.compile(raw_skip)),
