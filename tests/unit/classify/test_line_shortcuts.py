@@ -41,7 +41,7 @@ def test_unprefixed_first_characters_start_no_prefix() -> None:
 
 def test_normalize_of_an_unprefixed_line_is_the_long_way(tmp_path: Path) -> None:
     lines = _lines(tmp_path)
-    lines += _mutants(lines, 1) + ["", " ", "/x\r", "/\x1b[31merror\x1b[0m", "/a ", "a\u3000", "/ \x1c"]
+    lines += [*_mutants(lines, 1), "", " ", "/x\r", "/\x1b[31merror\x1b[0m", "/a ", "a\u3000", "/ \x1c"]
     taken = 0
     for line in lines:
         assert normalize(line, UNPREFIXED_FIRST) == normalize(line), repr(line)
