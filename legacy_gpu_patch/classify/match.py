@@ -153,13 +153,19 @@ class Matcher:
         self.held = None
         low = text.lower()
         index = self._index
-        # one search for every prefilter literal (the lead rules' too) and necessary string: the lead steps test
-        # their prefilters against its answer, not with ~25 `in`s (exact: `held` is every string `low` holds)
-        found = index.found(low)
-        held = index.holds(found)
+        held = None
+        if index.compiled():
+            # one search for every prefilter literal (the lead rules' too) and necessary string: the lead steps
+            # test their prefilters against its answer, not with ~25 `in`s (exact: every string `low` holds). Not
+            # before the trie is compiled: a log with few error lines should not pay for compiling it (~25 ms)
+            found = index.found(low)
+            held = index.holds(found)
         lead = self._lead_first(text, skip, held)
         if lead is not None:
             return lead
+        if held is None:
+            found = index.found(low)
+            held = index.holds(found)
         steps = self._lead_steps
         rules = self._rules
         plain = text.isascii()

@@ -83,6 +83,10 @@ class LiteralIndex:
             finder = self._finder = re.compile(self.source).findall
         return set(finder(low))
 
+    def compiled(self) -> bool:
+        """Whether found() searches with the trie (compiled after PLAIN_LINES searches)."""
+        return self._finder is not None
+
     def holds(self, found: set[str]) -> frozenset[str]:
         """Every string of the index the line holds, from found()."""
         contained = self.contained
