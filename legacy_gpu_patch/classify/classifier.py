@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
+from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
 from legacy_gpu_patch.classify.findings import Finding, Occurrence
 from legacy_gpu_patch.classify.grepfile import FileSearch
 from legacy_gpu_patch.classify.linereader import LineReader
@@ -72,6 +72,7 @@ class Classifier(LineReader):
         self._skip_long = False
         self._carry: deque[bytes] = deque(maxlen=max(context_before, 1))
         self._block_start = 0  # where the chunk being scanned starts in its block
+        self._carry_now: tuple[bytes, ...] = ()
         self._triggers = TriggerSearch(self.rules.triggers, accelerate=accelerate)
         self._file: FileSearch | None = None  # one grep over the whole file being fed, where search_file() made one
 
@@ -167,6 +168,7 @@ class Classifier(LineReader):
         if end < 0:
             end = len(block)
         self._block_start = start
+        self._carry_now = tuple(self._carry)  # what _before() hands a line of this chunk: one copy, not one a line
         plain = block.isascii()  # then so is every line: _raw_skipped need not ask
         cands = self._triggers.lines(block, start, end, plain, self._file, base)
         find = block.find
@@ -196,7 +198,7 @@ class Classifier(LineReader):
                 counted += block.count(b"\n", counted_pos, s)
                 counted_pos = s
                 if e - s <= MATCH_WINDOW:  # what _line() does with it (no context wants it), a call less
-                    text = normalize(raw.decode("utf-8", "replace"))
+                    text = normalize(raw.decode("utf-8", "replace"), UNPREFIXED_FIRST)
                     if text:
                         self._classify(base + counted + 1, text, block, s)
                 else:

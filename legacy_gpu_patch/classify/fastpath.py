@@ -84,6 +84,11 @@ def _first_bytes(regex: re.Pattern[bytes]) -> frozenset[int] | None:
 
 
 _RAW_PREFIX_FIRST = _first_bytes(RAW_PREFIX_RE)
+# printable ASCII characters no CI prefix starts with (normalize's `unprefixed`): none where the prefixes' first
+# bytes are unknown; never a space or tab (strip_prefixes looks past them) nor \x1c-\x1f (str patterns' whitespace)
+UNPREFIXED_FIRST: frozenset[str] = frozenset() if _RAW_PREFIX_FIRST is None else frozenset(
+    chr(b) for b in range(0x21, 0x7F) if b not in _RAW_PREFIX_FIRST
+)
 # first bytes of a line _strip_raw_prefixes may change (all of them where the prefixes' first bytes are unknown)
 _MAY_BE_PREFIXED = frozenset(
     bytes((b,)) for b in (range(256) if _RAW_PREFIX_FIRST is None else (*_RAW_PREFIX_FIRST, 0x20, 0x09))

@@ -14,6 +14,9 @@ __all__ = ["LineReader"]
 
 # a progress marker of make/CMake or ninja at the start of a line (after a CI timestamp, if any)
 _PROGRESS_START = re.compile(r"^(?:\S+Z[ \t]|\#\d+[ \t]\d+\.\d+[ \t])?[ \t]*\[(?:[ \t]*\d{1,3}%|\d+/\d+)\][ \t]")
+# the commonest of them on the raw bytes, undecoded: a line whose first 256 bytes this matches, _PROGRESS_START matches
+# too (its optional parts left out; ASCII digits, spaces and tabs are what its str classes take of ASCII)
+_PROGRESS_RAW = re.compile(rb"\[(?:[ \t]*[0-9]{1,3}%|[0-9]+/[0-9]+)\][ \t]")
 
 
 class LineReader(Collector):
@@ -21,6 +24,7 @@ class LineReader(Collector):
 
     _carry: deque[bytes]  # the last lines of the chunk before (set by the Classifier)
     _block_start: int  # where the chunk being scanned starts in its block
+    _carry_now: tuple[bytes, ...]  # _carry while a chunk is scanned (it changes only between chunks)
 
     def _keep_tail(self, block: bytes, start: int, end: int) -> None:
         """Keep the last lines for the before-context of the next chunk's first lines."""
@@ -41,6 +45,9 @@ class LineReader(Collector):
         the rest of a wrapped line: the joined readings are not tried (they cost three rule searches a line in a
         failing build, where every long error line waits for the next one).
         """
+        if raw[:1] == b"[" and _PROGRESS_RAW.match(raw, 0, 256):  # most of them in a failing build: no decode
+            self._finish_pending(None)
+            return False
         head = raw[:256].decode("utf-8", "replace")
         if _PROGRESS_START.match(head):
             self._finish_pending(None)
@@ -50,7 +57,7 @@ class LineReader(Collector):
         return self._finish_pending(text, strip_prefixes(head)[:1].encode())
 
     def _before(self, block: bytes, s: int, n: int) -> Before:
-        lo, carry = self._block_start, tuple(self._carry)  # as they are now: read later, when a kept one needs them
+        lo, carry = self._block_start, self._carry_now  # as they are now: read later, when a kept one needs them
         return lambda: _lines_before(block, s, n, lo, carry)
 
     def _line(self, lineno: int, block: bytes, s: int, e: int, hit: int, checked: bool = False) -> bool:

@@ -44,7 +44,10 @@ def _gated_search(entry: tuple[Any, Any, Any], rule: Rule, text: str, low: str, 
 
 def _holds_all(need: tuple[frozenset[str], ...], held: frozenset[str]) -> bool:
     """Whether the line holds a string of each set of `need` (`held`: the index's strings it holds)."""
-    return all(not held.isdisjoint(one) for one in need)
+    for one in need:  # noqa: SIM110 - a loop, not all(genexpr): ~6 calls a new shape, most of one or two sets
+        if held.isdisjoint(one):
+            return False
+    return True
 
 
 @lru_cache(maxsize=8)
@@ -151,19 +154,27 @@ class Matcher:
         Units number the rules as they are tried: the lead steps (prepare.lead_machinery), then rules[lead:].
         """
         self.held = None
-        lead = self._lead_first(text, skip)
+        low = text.lower()
+        index = self._index
+        held = None
+        if index.compiled():
+            # one search for every prefilter literal (the lead rules' too) and necessary string: the lead steps
+            # test their prefilters against its answer, not with ~25 `in`s (exact: every string `low` holds). Not
+            # before the trie is compiled: a log with few error lines should not pay for compiling it (~25 ms)
+            found = index.found(low)
+            held = index.holds(found)
+        lead = self._lead_first(text, skip, held)
         if lead is not None:
             return lead
+        if held is None:
+            found = index.found(low)
+            held = index.holds(found)
         steps = self._lead_steps
         rules = self._rules
-        low = text.lower()
         plain = text.isascii()
         factors = self._factors if plain else self._no_factors
         searchers = self._searchers
         first = len(steps) - self._lead
-        index = self._index
-        found = index.found(low)  # one search for every prefilter literal and necessary string
-        held = index.holds(found) if plain else frozenset()
         if plain:
             self.held = held
         for i in index.rules_of(found):
@@ -234,13 +245,23 @@ class Matcher:
         return (rule, m) if m else None
 
     def _lead_match(self, text: str) -> Hit | None:
-        found = self._lead_first(text, frozenset())
+        found = self._lead_first(text, frozenset(), None)
         return None if found is None else (found[1], found[2])
 
-    def _lead_first(self, text: str, skip: frozenset[int]) -> tuple[int, Rule, RuleMatch] | None:
+    def _lead_first(self, text: str, skip: frozenset[int], held: frozenset[str] | None
+                    ) -> tuple[int, Rule, RuleMatch] | None:
+        """The first lead step that matches; `held`: the index's strings the lowered text holds (None: unknown,
+        each step's prefilter literals are then tested with `in`)."""
         low = None
         for j, (rule, group, find) in enumerate(self._lead_steps):
             if skip and j in skip:
+                continue
+            if group is None and rule.prefilter and held is not None:
+                if held.isdisjoint(rule.prefilter):
+                    continue
+                m = find(text)
+                if m:
+                    return j, rule, m
                 continue
             if group is None and rule.prefilter:
                 # the prefilter tested inline, not through _prefilter_holds: most steps stop at it (a call saved on

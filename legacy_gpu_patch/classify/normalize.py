@@ -133,9 +133,15 @@ def strip_prefixes(text: str) -> str:
     return text.rstrip()
 
 
-def normalize(text: str) -> str:
-    """The line as the rules see it: no colours, no CI prefixes, plain quotes, English severity words."""
-    text = strip_prefixes(text).lstrip()
+def normalize(text: str, unprefixed: frozenset[str] = frozenset()) -> str:
+    """The line as the rules see it: no colours, no CI prefixes, plain quotes, English severity words.
+
+    `unprefixed`: characters no CI prefix starts with (fastpath.UNPREFIXED_FIRST): a line starting with one, without
+    colours or \r, has no prefix to strip, only its ends (most error lines of a build: `src/x.cpp:1:2: error`)."""
+    if text[:1] in unprefixed and "\x1b" not in text and "\r" not in text:
+        text = text.strip()  # strip_prefixes(text).lstrip(): _PREFIX_RE cannot match at this first character
+    else:
+        text = strip_prefixes(text).lstrip()
     if not text.isascii():
         if "\u00ab" in text:
             text = _SPACED_QUOTE_RE.sub(r"'\1'", text)

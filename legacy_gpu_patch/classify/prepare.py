@@ -83,6 +83,10 @@ class LiteralIndex:
             finder = self._finder = re.compile(self.source).findall
         return set(finder(low))
 
+    def compiled(self) -> bool:
+        """Whether found() searches with the trie (compiled after PLAIN_LINES searches)."""
+        return self._finder is not None
+
     def holds(self, found: set[str]) -> frozenset[str]:
         """Every string of the index the line holds, from found()."""
         contained = self.contained
@@ -222,7 +226,9 @@ def prepare(rules: RuleSet) -> Prepared:
     raw_skip = _raw_skip(rules.rules[: rules.lead])
     factors = tuple(necessary_factors(r.regex) for r in rules.rules)
     return Prepared(
-        index=LiteralIndex(rules, [s for need in factors if need for one in need for s in sorted(one)]),
+        # the lead rules' prefilter literals too: plain_match tests them against the index's answer (Matcher.held)
+        index=LiteralIndex(rules, [*(s for need in factors if need for one in need for s in sorted(one)),
+                                   *(lit for r in rules.rules[: rules.lead] for lit in r.prefilter)]),
         lead=plan,
         raw_skip=raw_skip,
         raw_blind=raw_skip is not None and _raw_path_blind(re.compile(raw_skip)),

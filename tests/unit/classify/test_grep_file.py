@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import random
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,40 @@ def test_grep_output_is_read_as_offsets_and_lengths_however_long_the_lines(tmp_p
             assert search.line_starts(len(data), len(data) + 1) is None  # beyond the size at start
         finally:
             search.close()
+
+
+def _parsed(pieces: list[bytes]) -> tuple[list[tuple[int, int]], bool]:
+    """What FileSearch makes of grep's output arriving in these pieces: its entries, and whether it failed."""
+    search = FileSearch.__new__(FileSearch)
+    search._entries, search._head, search._offset, search._length = deque(), b"", -1, 0
+    try:
+        for piece in pieces:
+            search._parse(piece)
+    except ValueError:
+        return list(search._entries), True
+    return list(search._entries), bool(search._head or search._offset >= 0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_grep_output_cut_anywhere_is_parsed_as_line_by_line(seed: int) -> None:
+    """The bulk parse of whole output lines and the line-by-line parse of the cut ones give one answer, wherever
+    the pieces of grep's output are cut (inside an offset, right after its colon, at or next to a newline)."""
+    rnd = random.Random(seed)
+    lines, want, pos = [], [], 0
+    for _ in range(rnd.randint(1, 400)):
+        text = bytes(rnd.choice(b"ab:0123 \t") for _ in range(rnd.choice([0, 1, 5, 80, 3000])))
+        lines.append(b"%d:%s\n" % (pos, text))
+        want.append((pos, len(text)))
+        pos += len(text) + rnd.randint(1, 10**6)
+    out = b"".join(lines)
+    cuts = sorted(rnd.sample(range(len(out) + 1), min(len(out) + 1, rnd.choice([0, 1, 3, 50, 2000]))))
+    pieces = [out[a:b] for a, b in zip([0, *cuts], [*cuts, len(out)]) if b > a]
+    assert _parsed(pieces) == (want, False)
+
+
+@pytest.mark.parametrize("bad", [b"12:ok\nxx:no offset\n", b"12:ok\n\n", b"12:ok\nnocolon\n13:ok\n", b"1" * 30])
+def test_output_that_is_not_grep_offsets_fails_the_search(bad: bytes) -> None:
+    for cut in range(len(bad) + 1):
+        pieces = [p for p in (bad[:cut], bad[cut:]) if p]
+        entries, failed = _parsed(pieces)
+        assert failed, (cut, entries)
