@@ -16,7 +16,8 @@ hits all modes alike) and reports each mode's median block:
   without step   check (as it was), no_check (Function.type_check_enable off, what CHAINER_TYPE_CHECK=0 does)
   with step      cache_on (the default), cache_off (Function.type_check_cache_enable off, what
                  CHAINER_TYPE_CHECK_CACHE=0 does: checks on every call), no_check
-Also how many checks ran per inference in each mode (type_check.get_types calls, counted after the timing).
+Also how many checks ran per inference in each mode (type_check.get_types calls, counted after the timing), and
+how many Python functions were called per inference (sys.setprofile "call" events; bench/chainer_call_bench.py).
 Prints per (process, mode) the median and range over the rounds, and medians of per-round ratios: with step /
 without step, cache on / cache off (one process: the cleanest measure), the two processes' no_check floors (a
 control: 1.00 when the host was alike for both), and the type-check time per inference (mode minus its floor).
@@ -111,7 +112,23 @@ for mode in modes:
     calls[0] = 0
     infer(10)
     checks[mode] = calls[0] / 10.0
-print(json.dumps({"ms": dict((m, sorted(t)[len(t) // 2]) for m, t in times.items()), "checks": checks}))
+python_calls = {}
+
+
+def count_call(frame, event, arg):
+    if event == 'call':
+        calls[0] += 1
+
+
+for mode in modes:
+    use(mode)
+    calls[0] = 0
+    sys.setprofile(count_call)
+    infer(10)
+    sys.setprofile(None)
+    python_calls[mode] = calls[0] / 10.0
+print(json.dumps({"ms": dict((m, sorted(t)[len(t) // 2]) for m, t in times.items()), "checks": checks,
+                  "python_calls": python_calls}))
 """
 
 
@@ -124,17 +141,17 @@ def _fail(what: str, proc: subprocess.CompletedProcess[str]) -> None:
     sys.exit(f"chainer_type_check_bench: {what} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
 
 
-def prepare_trees(tree: Path | None, work: Path) -> tuple[Path, Path]:
-    """(with step, without step): `tree` or a fresh `lgpatch apply`, and a clone with the step's commit reverted."""
+def prepare_trees(tree: Path | None, work: Path, step: str = STEP) -> tuple[Path, Path]:
+    """(with step, without step): `tree` or a fresh `lgpatch apply`, and a clone with `step`'s commit reverted."""
     if tree is None:
         tree = work / "tree"
         proc = _run([sys.executable, "-m", "legacy_gpu_patch", "apply", "chainer-1.24", "--strict", "-C", str(tree)])
         if proc.returncode != 0:
             _fail("lgpatch apply chainer-1.24", proc)
-    found = _run(["git", "-C", str(tree), "log", "--format=%H", "--grep", f"lgpatch: {STEP}$"])
+    found = _run(["git", "-C", str(tree), "log", "--format=%H", "--grep", f"lgpatch: {step}$"])
     commits = found.stdout.split()
     if found.returncode != 0 or len(commits) != 1:
-        sys.exit(f"chainer_type_check_bench: {tree} has no ledger commit for {STEP} (apply chainer-1.24 with a "
+        sys.exit(f"chainer_type_check_bench: {tree} has no ledger commit for {step} (apply chainer-1.24 with a "
                  "CUDA >= 9.0 parameter, the default)")
     without = work / "without-step"
     env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
