@@ -164,7 +164,7 @@ def _heads(items: Any, icase: bool) -> list[_Head]:
             if not (low == high and low <= 4):
                 firsts = [(s, False) for s, _ in firsts]  # more repeats may follow: cut
             if low == 0:
-                firsts = [((), True)] if high == 0 else firsts + [((), True)]
+                firsts = [((), True)] if high == 0 else [*firsts, ((), True)]
             return _then(firsts, rest, icase)
         else:
             return [((), False)]  # a back-reference, a conditional, ...: what it reads is not followed
