@@ -12,15 +12,16 @@ so no Windows drive) and TAIL is `:D+: `, `:D+:D+: `, `(D+): ` or `(D+,D+): ` (D
 is `FOLD_TOKEN + line[len(PATH):]`: the TAIL and everything after it are kept, so a line's folded form, digits
 written 0, is its folded shape; a line with no such location is not folded.
 
-**What is proven** (`path_blind`): for every PATH, a rule's regex matches `PATH + TAIL + R` exactly where it
-matches `FOLD_TOKEN + TAIL + R`, every span (the match's and each group's) shifted by `len(PATH) -
-len(FOLD_TOKEN)`. It holds when (1) no match can start inside PATH, for any PATH (`_heads`: the character sets
-every match must start with, tried against each way a match starting in PATH would have to read PATH's end, the
-TAIL's `:`/`(` and its first digit), and (2) nothing reads backwards into PATH from the TAIL or after it: no
-look-behind, no `^`/`\\A`. A `\\b` at the TAIL's first character sees PATH's last one, a word character in both
-texts. sre then tries every start inside PATH in vain in both texts, and every later start reads the same
-characters. Anything the parser gives that is not known here, a case-insensitive non-ASCII literal (the Kelvin
-sign matches `k`), too many alternatives: not proven, the rule is *path-aware*.
+**What is proven** (`path_blind`): for every PATH, a rule's regex matches `PATH + TAIL + R` exactly where it matches
+`FOLD_TOKEN + TAIL + R`, every span (the match's and each group's) shifted by `len(PATH) - len(FOLD_TOKEN)`. It
+holds when (1) no match can start inside PATH, for any PATH (`_walk`: the parse tree read against the language such
+a match would have to read, PATH characters, then PATH's last, a word character, the TAIL's `:`/`(` and its first
+digit, by a four-state automaton; a repeat to its fixed point), and (2) nothing reads backwards into PATH from the
+TAIL or after it: no look-behind (a `^`/`\\A` is false at every start past PATH in both texts). A `\\b` at the
+TAIL's first character sees PATH's last one, a word character in both texts. sre then tries every start inside PATH
+in vain in both texts, and every later start reads the same characters. Anything the parser gives that is not known
+here, a case-insensitive non-ASCII literal (the Kelvin sign matches `k`), a back-reference or conditional, a repeat
+of more than 64 at least: not proven, the rule is *path-aware*.
 
 A string (a prefilter literal, a necessary string of the literal index) is present in both texts alike when it
 cannot start inside PATH (`string_path_blind`, the same test on its characters): `: error` cannot, `error` and
@@ -46,8 +47,6 @@ _PATH = _WORD | frozenset("./+-")  # PATH's characters
 _DIGIT = frozenset(string.digits)
 _OPEN = frozenset(":(")  # the TAIL's first character
 _ALPHABET = _PATH | _OPEN  # the characters the proof asks about; a character set is kept as those it takes
-_MAX_HEADS = 512  # alternatives followed; more: not proven
-_MAX_LEN = 24  # characters of a head followed (a longer one is cut: the rest is taken as "any character")
 
 
 def location_path(text: str) -> int:
@@ -112,85 +111,99 @@ def _charset(items: Any, icase: bool) -> frozenset[str]:
     return _ALPHABET - taken if negate else frozenset(taken)
 
 
-_Head = tuple[tuple[frozenset[str], ...], bool]  # (character sets a match reads first, complete: nothing after)
+# Where a match that starts inside PATH can be after reading some characters: nothing read yet, last read a PATH
+# character that is not a word one, last read a word one, read the TAIL's `:`/`(` after it. One more step (its
+# first digit) and the match has read past PATH: from there on it is not followed (taken as "may match")
+_START, _IN_PATH, _AFTER_WORD, _OPENED = range(4)
+_MAX_COUNT = 64  # a repeat's minimum count followed; more: not proven
 
 
-def _then(firsts: list[_Head], rest: Any, icase: bool) -> list[_Head]:
-    """Each head of `firsts` followed, where it is complete, by the heads of the items `rest`."""
-    out: list[_Head] = []
-    later: list[_Head] | None = None
-    for seq, complete in firsts:
-        if not complete or len(seq) >= _MAX_LEN:
-            out.append((seq[:_MAX_LEN], False))
+class _PastPath(Exception):
+    """A match starting inside PATH can read PATH's end and the TAIL's first digit: not proven."""
+
+
+def _read(states: frozenset[int], chars: frozenset[str]) -> frozenset[int]:
+    """The states after reading one character out of `chars` from `states`."""
+    out: set[int] = set()
+    for state in states:
+        if state == _OPENED:
+            if chars & _DIGIT:
+                raise _PastPath
             continue
-        if later is None:
-            later = _heads(rest, icase)
-        out += [((*seq, *s)[:_MAX_LEN], done and len(seq) + len(s) <= _MAX_LEN) for s, done in later]
-    if len(out) > _MAX_HEADS:
-        raise _NotProven("too many alternatives")
-    return out
+        if chars & _WORD:
+            out.add(_AFTER_WORD)
+        if chars & (_PATH - _WORD):
+            out.add(_IN_PATH)
+        if state == _AFTER_WORD and chars & _OPEN:
+            out.add(_OPENED)
+    return frozenset(out)
 
 
-def _heads(items: Any, icase: bool) -> list[_Head]:
-    """The ways a match of the item list can start: per alternative, the character sets of its first characters
-    (a cut head: the characters after it are not known, any is possible). Zero-width items are passed over (a
-    match meets them and more conditions; fewer conditions is the safe side)."""
+def _walk(items: Any, states: frozenset[int], icase: bool) -> frozenset[int]:
+    """The states a match starting inside PATH can be in after the items (from `states`); empty: it cannot get
+    this far. Zero-width items are passed over (a match meets them and more conditions: the safe side)."""
     c = _sre_constants
-    items = list(items)
-    for n, (op, av) in enumerate(items):
-        rest = items[n + 1:]
+    for op, av in items:
+        if not states:
+            return states
         if op is c.LITERAL:
-            one = _literal(av, icase)
+            states = _read(states, _literal(av, icase))
         elif op is c.NOT_LITERAL:
-            one = _ALPHABET - _literal(av, icase)
+            states = _read(states, _ALPHABET - _literal(av, icase))
         elif op is c.ANY:
-            one = _ALPHABET
+            states = _read(states, _ALPHABET)
         elif op is c.IN:
-            one = _charset(av, icase)
+            states = _read(states, _charset(av, icase))
         elif op in (c.AT, c.ASSERT, c.ASSERT_NOT):
             continue
         elif op is c.SUBPATTERN:  # (group, flags added, flags removed, items): `(?i:...)` changes the case
             inner = (icase or bool(av[1] & re.IGNORECASE)) and not av[2] & re.IGNORECASE
-            return _then(_heads(av[3], inner), rest, icase)
+            states = _walk(av[3], states, inner)
         elif op is getattr(c, "ATOMIC_GROUP", None):
-            return _then(_heads(av, icase), rest, icase)
+            states = _walk(av, states, icase)
         elif op is c.BRANCH:
-            return _then([h for alt in av[1] for h in _heads(alt, icase)], rest, icase)
+            states = frozenset().union(*(_walk(alt, states, icase) for alt in av[1]))
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
-            low, high, body = av
-            firsts = _heads(body, icase)
-            for _ in range(min(low, 4) - 1):
-                firsts = _then(firsts, body, icase)
-            if not (low == high and low <= 4):
-                firsts = [(s, False) for s, _ in firsts]  # more repeats may follow: cut
-            if low == 0:
-                firsts = [((), True)] if high == 0 else [*firsts, ((), True)]
-            return _then(firsts, rest, icase)
+            states = _repeat(av, states, icase)
         else:
-            return [((), False)]  # a back-reference, a conditional, ...: what it reads is not followed
-        return _then([((one,), True)], rest, icase)
-    return [((), True)]
+            raise _NotProven(op)  # a back-reference, a conditional: what it reads is not followed
+    return states
 
 
-def _may_start_in_path(seq: tuple[frozenset[str], ...]) -> bool:
-    """Whether text read by `seq` may start inside a PATH: for each length L of the PATH's part read (its last
-    character a word one), the sets must take a PATH character, then a word character, then `:` or `(`, then a
-    digit; a head that ends first (or is cut) matches inside PATH, or is not known past its end."""
-    for length in range(1, len(seq) + 2):
-        want = [_PATH] * (length - 1) + [_WORD, _OPEN, _DIGIT]
-        if all(s & want[j] for j, s in enumerate(seq[: len(want)])):
-            return True
-    return False
+def _repeat(av: Any, states: frozenset[int], icase: bool) -> frozenset[int]:
+    """A repeat `{low,high}` of a body: the states after low copies, then every state more copies reach (a
+    fixed point: there are four states, so it comes within a few rounds; a possessive or lazy repeat reads no
+    more than a greedy one may)."""
+    low, high, body = av
+    if low > _MAX_COUNT:
+        raise _NotProven("repeat count")
+    for _ in range(low):
+        states = _walk(body, states, icase)
+    reached = states
+    more = high - low
+    while more > 0 and states:
+        states = _walk(body, states, icase) - reached
+        reached |= states
+        more -= 1
+    return reached
+
+
+def _may_start_in_path(items: Any, icase: bool) -> bool:
+    """Whether a match of the item list can start inside some PATH: it reads PATH characters, and may end there, or
+    reads PATH's last (a word character), the TAIL's `:`/`(` and its first digit (past that, not followed)."""
+    try:
+        return bool(_walk(items, frozenset({_START}), icase))
+    except _PastPath:
+        return True
 
 
 def _reads_back(items: Any) -> bool:
-    """Whether the parse tree holds a look-behind, a `^`/`\\A` or an item not known here."""
+    """Whether the parse tree holds a look-behind or an item not known here."""
     c = _sre_constants
     for op, av in items:
         if op is c.AT:
-            if av in (c.AT_BEGINNING, c.AT_BEGINNING_STRING, getattr(c, "AT_BEGINNING_LINE", None)):
-                return True
-        elif op in (c.ASSERT, c.ASSERT_NOT):
+            continue  # `^`, `\A`: false at any start past the path in both texts (no newline there); see path_blind
+        if op in (c.ASSERT, c.ASSERT_NOT):
             if av[0] < 0 or _reads_back(av[1]):
                 return True
         elif op is c.SUBPATTERN:
@@ -212,13 +225,17 @@ def _reads_back(items: Any) -> bool:
 
 def path_blind(regex: re.Pattern[str]) -> bool:
     """Whether `regex` matches every `PATH + TAIL + R` as `FOLD_TOKEN + TAIL + R`, spans shifted by the length
-    difference (module docstring). False when unsure."""
+    difference (module docstring). False when unsure.
+
+    A `^` or `\\A` is true only at 0 (a line holds no newline; a MULTILINE `^` past 0 would need one before it),
+    inside the path: an alternative holding one can match only from 0, which the head test rules out, as it
+    rules out every start inside the path, so it matches neither text (`^error: command` is blind; the
+    `^(?=.*Y).*?` branches are not, their `.*?` may start anywhere)."""
     try:
         tree = _sre_parse.parse(regex.pattern, regex.flags)
         if _reads_back(tree):
             return False
-        icase = bool(regex.flags & re.IGNORECASE)
-        return not any(_may_start_in_path(seq) for seq, _ in _heads(tree, icase))
+        return not _may_start_in_path(tree, bool(regex.flags & re.IGNORECASE))
     except Exception:  # _NotProven, or a surprise of an internal module: not known to be blind
         return False
 
@@ -227,6 +244,6 @@ def string_path_blind(strings: Iterable[str], icase: bool = True) -> bool:
     """Whether none of `strings` can occur starting inside a PATH (then each is in a folded text where it is in
     the text: it lies in TAIL + R, which both hold)."""
     try:
-        return not any(_may_start_in_path(tuple(_literal(ord(ch), icase) for ch in s)) for s in strings)
+        return not any(_may_start_in_path([(_sre_constants.LITERAL, ord(ch)) for ch in s], icase) for s in strings)
     except _NotProven:
         return False

@@ -20,7 +20,7 @@ from legacy_gpu_patch.classify.pathfold import FOLD_TOKEN, fold, location_path, 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
 PATHS = ["a", "x.cpp", "/src/error/a.cpp", "aten/src/ATen/native/sparse/cuda/SparseCUDABlas.cu",
          "/tmp/pip-build-12345/torch_0/csrc/cuda/cusparse.cu", "lib/error.h", "C99.c", "/b/undefined_reference.o",
-         "src/x.pyx", "k", "/usr/include/c++/12/bits/stl_vector.h", "E", "../a-b+c/d_9", "0"]
+         "src/x.pyx", "src/ErrorHandling.cpp", "k", "/usr/include/c++/12/bits/stl_vector.h", "E", "../a-b+c/d_9", "0"]
 TAILS = [":12:3: ", ":4: ", "(45): ", "(7,9): "]
 
 
@@ -64,17 +64,21 @@ def test_fold_takes_the_location_path_only() -> None:
     (r"undefined reference to `(?P<key>[^']+)'", True),
     (r": error: x", True),
     (r"(?:foo|bar) (x)", True),
-    (r"(?:foo|bar)+ (x)", False),  # blind in truth, not proven: a repeat cuts the head (the safe side)
-    (r"\d+ errors? generated", False),  # blind in truth (a digit run then a space), not proven: the repeat
+    (r"(?:foo|bar)+ (x)", True),  # a repeat read to its fixed point: `foo` in a path is followed by `:`
+    (r"\d+ errors? generated", True),  # a digit run then a space: in a path, a digit run ends at `:`
+    (r"^error: command (x)|^foo bar", True),  # anchored where the path is: matches no located line
+    (r"(?m): x|^error: ", True),
     (r"^(?=.*\berror\b).*?foo", False),  # reads the path (`error` in it) and starts at 0
     (r"\S+:\d+: error", False),  # a location pattern: matches from inside the path
     (r"(?<=x)error: a", False),  # looks back
     (r"cpp", False),  # matches inside a path
-    (r"[a-z]+ error: x", False),  # the same: a head cut after one letter
+    (r"[a-z]+ error: x", True),  # letters in a path are followed by PATH characters or `:`, never a space
+    (r"[a-z]+:? *x", False),  # truly aware: `ax` of `/src/ax.c` matches it
+    (r"(?:ab){70,} x", False),  # a repeat count beyond what is followed
     (r"\w+:\d", False),  # the path's end, its colon and line
     (r"\w*\(\d", False),  # MSVC's location
     (r"(?i:\u212a) error", False),  # the Kelvin sign matches k case-insensitively: not ASCII, not proven
-    (r"(a)?\1 error", False),  # a back-reference first: not followed
+    (r"(a)?\1 error", False),  # a back-reference: not followed
     (r"", False),  # the empty match at 0 starts in the path
 ])
 def test_proof_on_hand_written_patterns(pattern: str, blind: bool) -> None:
@@ -83,7 +87,8 @@ def test_proof_on_hand_written_patterns(pattern: str, blind: bool) -> None:
     if not blind:
         return
     rnd = random.Random(pattern)
-    for rest in ["error: 'sym' was not declared", "foo bar x", "2 errors generated", ": error: x", "x"]:
+    for rest in ["error: 'sym' was not declared", "foo bar x", "error: command x", "2 errors generated",
+                 ": error: x", "x"]:
         for _ in range(20):
             line = located(rnd, rest)
             folded, shift = fold(line)
