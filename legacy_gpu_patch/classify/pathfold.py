@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
@@ -84,9 +85,12 @@ def _variants(ch: str, icase: bool) -> set[str]:
     return {ch, ch.lower(), ch.upper()} if icase else {ch}
 
 
+@lru_cache(maxsize=1024)
 def _literal(av: int, icase: bool) -> frozenset[str]:
+    """The characters of _ALPHABET a literal takes; case-insensitively as re itself says (the Kelvin sign takes
+    `k`, U+017F takes `s`)."""
     if icase and av > 127:
-        raise _NotProven("case-insensitive non-ASCII literal")
+        return frozenset(ch for ch in _ALPHABET if re.fullmatch(re.escape(chr(av)), ch, re.IGNORECASE))
     return frozenset(ch for ch in _ALPHABET if chr(av) in _variants(ch, icase))
 
 

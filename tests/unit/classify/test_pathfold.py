@@ -77,7 +77,9 @@ def test_fold_takes_the_location_path_only() -> None:
     (r"(?:ab){70,} x", False),  # a repeat count beyond what is followed
     (r"\w+:\d", False),  # the path's end, its colon and line
     (r"\w*\(\d", False),  # MSVC's location
-    (r"(?i:\u212a) error", False),  # the Kelvin sign matches k case-insensitively: not ASCII, not proven
+    (r"(?i:\u212a)", False),  # the Kelvin sign matches the k of a path case-insensitively
+    (r"(?-i:\u212a)", True),  # not case-insensitively
+    (r"\u200b error", True),
     (r"(a)?\1 error", False),  # a back-reference: not followed
     (r"", False),  # the empty match at 0 starts in the path
 ])

@@ -1,0 +1,124 @@
+"""Path contexts: the rules that read a location's path only through look-aheads at the line's start.
+
+The identifier rules hold a branch `^(?=.*Y)(?=.*Z).*?BODY` (the localized reading: `Y` is the marker at the end of
+a translated line, `Z` is `\\berror\\b`). pathfold.path_blind rejects it: its `.*?` starts at 0, inside the path.
+Yet it reads the path only twice: (1) a look-ahead `(?=.*Y)` / `(?!.*Y)` at 0 is true where `Y` matches anywhere in
+the line, so it reads the path only through a `Y` match starting there; (2) `.*?` then takes the first place where
+BODY and what follows match, which cannot be in the path where BODY cannot start there (pathfold's proof). So the
+branch decides a located line as its folded form where no `Y` match can start in either path: where `Y` cannot
+start in a path at all (the end-of-line marker), or where a `Y` match starting in a path must end before the
+location's first digit (pathfold's walk says so) and hold a run of literals of `Y` (its *context*, `error`) that
+neither text's path and the location's first character hold. Its match then starts at 0 in both texts (not
+shifted) and every other span is shifted.
+
+`path_contexts(regex)` says this of a whole pattern: each top-level alternative either cannot start in a path
+(pathfold) or is such a branch. At 0 the alternatives before the branch miss in both texts, so the branch decides
+there; at every other place in the path all alternatives miss; from the location on, the texts are alike.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
+from legacy_gpu_patch.classify.pathfold import _START, FOLD_TOKEN, _may_start_in_path, _PastPath, _reads_back, _walk
+
+__all__ = ["PathRead", "path_contexts"]
+
+
+class PathRead(NamedTuple):
+    """How a pattern reads a located line: `contexts`, lowercased strings that the path and the location's first
+    character must not hold; `pinned`, whether a match may start at 0 (then a start of 0 is not shifted)."""
+
+    contexts: tuple[str, ...]
+    pinned: bool
+
+
+def _lazy_any(item: Any) -> bool:
+    c = _sre_constants
+    op, av = item
+    return op is c.MIN_REPEAT and av[0] == 0 and av[1] == c.MAXREPEAT and list(av[2]) == [(c.ANY, None)]
+
+
+def _greedy_any(item: Any) -> bool:
+    c = _sre_constants
+    op, av = item
+    return op is c.MAX_REPEAT and av[0] == 0 and av[1] == c.MAXREPEAT and list(av[2]) == [(c.ANY, None)]
+
+
+def _literal_run(items: list[Any]) -> str | None:
+    """The longest run of top-level literals of `items` (every match holds it), if ASCII."""
+    c = _sre_constants
+    best = run = ""
+    for op, av in items:
+        if op is c.LITERAL and av < 128:
+            run += chr(av)
+            best = max(best, run, key=len)
+        else:
+            run = ""
+    return best or None
+
+
+def _look_context(body: list[Any], icase: bool) -> tuple[str, ...] | None:
+    """For a look-ahead `(?=.*Y)` at 0: () where no `Y` match can start in a path, (its context,) where one
+    must end before the location's first digit and hold that run, None when not proven."""
+    if not body or not _greedy_any(body[0]):
+        return None
+    y = body[1:]
+    if _reads_back(y):
+        return None
+    try:
+        if not _walk(y, frozenset({_START}), icase):
+            return ()
+    except _PastPath:
+        return None  # a match starting in the path may run past it: not followed
+    run = _literal_run(y)
+    return None if run is None else (run.lower(),)
+
+
+def _anchored_branch(items: list[Any], icase: bool) -> tuple[str, ...] | None:
+    """The contexts of an alternative `^ (look-aheads at 0) .*? BODY`, None when it is not one or not proven."""
+    c = _sre_constants
+    if not items or (items[0] != (c.AT, c.AT_BEGINNING) and items[0] != (c.AT, c.AT_BEGINNING_STRING)):
+        return None
+    contexts: list[str] = []
+    n = 1
+    while n < len(items) and items[n][0] in (c.ASSERT, c.ASSERT_NOT):
+        direction, body = items[n][1]
+        found = _look_context(list(body), icase) if direction == 1 else None
+        if found is None:
+            return None
+        contexts += found
+        n += 1
+    if n >= len(items) or not _lazy_any(items[n]):
+        return None
+    rest = items[n + 1:]
+    if _reads_back(rest) or _may_start_in_path(rest, icase):
+        return None
+    return tuple(contexts)
+
+
+def path_contexts(regex: re.Pattern[str]) -> PathRead | None:
+    """How `regex` reads a located line (module docstring), or None when not proven."""
+    try:
+        tree = list(_sre_parse.parse(regex.pattern, regex.flags))
+        icase = bool(regex.flags & re.IGNORECASE)
+        c = _sre_constants
+        alternatives = [list(a) for a in tree[0][1][1]] if len(tree) == 1 and tree[0][0] is c.BRANCH else [tree]
+        contexts: list[str] = []
+        pinned = False
+        for alt in alternatives:
+            if not _reads_back(alt) and not _may_start_in_path(alt, icase):
+                continue
+            found = _anchored_branch(alt, icase)
+            if found is None:
+                return None
+            contexts += found
+            pinned = True
+        token = FOLD_TOKEN.lower()
+        if any(s in token + ":" or s in token + "(" for s in contexts):
+            return None  # the folded text's own path would hold one
+        return PathRead(tuple(dict.fromkeys(contexts)), pinned)
+    except Exception:  # an internal module: any surprise means "not proven"
+        return None
