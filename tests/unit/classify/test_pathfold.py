@@ -130,6 +130,9 @@ def test_every_path_blind_rule_matches_a_located_line_as_its_folded_form() -> No
 @pytest.mark.parametrize(("rule_id", "line"), [
     # the identifier rules' `^(?=...{HASERR})` branches: `error` in the path turns a warning into a finding
     ("cusparse-removed", '/src/error/a.cpp:12:3: warning #1444-D: function "cusparseScsrmm2" was declared deprecated'),
+    # an identifier alternative `\b(?P<key2>...)(?:\s*\([^)]*\))?:?[ \t]*is undefined` reads an MSVC location whose
+    # path ends in an upper-case identifier: no context of the path can make it blind
+    ("uppercase-identifier-undefined", "src/FOO_BAR(12): is undefined"),
     # the generic rule's match holds the location itself
     ("compiler-error", "x.cpp:12:3: error: 'cusparseScsrmm2' is deprecated [-Werror=deprecated-declarations]"),
     # `.pyx:L:C:` is what the Cython rule reads
