@@ -11,9 +11,12 @@ location's first digit (pathfold's walk says so) and hold a run of literals of `
 neither text's path and the location's first character hold. Its match then starts at 0 in both texts (not
 shifted) and every other span is shifted.
 
-`path_contexts(regex)` says this of a whole pattern: each top-level alternative either cannot start in a path
-(pathfold) or is such a branch. At 0 the alternatives before the branch miss in both texts, so the branch decides
-there; at every other place in the path all alternatives miss; from the location on, the texts are alike.
+An alternative whose matches may lie in a path but must end before the location's first digit (pathfold's walk)
+reads it only through what it matches there: it holds one of the alternative's required strings (`identifier` of
+`\\bidentifier[ \\t]*KEY`), its contexts too. `path_contexts(regex)` says this of a whole pattern: each top-level
+alternative either cannot start in a path (pathfold), or is such a branch, or such an alternative. At 0 the
+alternatives before the branch miss in both texts, so the branch decides there; at every other place in the path all
+alternatives miss; from the location on, the texts are alike.
 """
 
 from __future__ import annotations
@@ -47,17 +50,29 @@ def _greedy_any(item: Any) -> bool:
     return op is c.MAX_REPEAT and av[0] == 0 and av[1] == c.MAXREPEAT and list(av[2]) == [(c.ANY, None)]
 
 
-def _literal_run(items: list[Any]) -> str | None:
-    """The longest run of top-level literals of `items` (every match holds it), if ASCII."""
+def _required(items: list[Any]) -> tuple[str, ...] | None:
+    """Strings (ASCII, lowercased) one of which every match of `items` holds within its span: a run of top-level
+    literals, or one string of each alternative of a branch, or of a group; the candidate whose shortest string is
+    longest. None when there is none."""
     c = _sre_constants
-    best = run = ""
-    for op, av in items:
+    candidates: list[tuple[str, ...]] = []
+    run = ""
+    for op, av in [*items, (None, None)]:
         if op is c.LITERAL and av < 128:
             run += chr(av)
-            best = max(best, run, key=len)
-        else:
+            continue
+        if run:
+            candidates.append((run.lower(),))
             run = ""
-    return best or None
+        if op is c.BRANCH:
+            each = [_required(list(alt)) for alt in av[1]]
+            if all(e is not None for e in each):
+                candidates.append(tuple(dict.fromkeys(x for e in each if e is not None for x in e)))
+        elif op is c.SUBPATTERN:
+            inner = _required(list(av[3]))
+            if inner is not None:
+                candidates.append(inner)
+    return max(candidates, key=lambda strings: min(map(len, strings))) if candidates else None
 
 
 def _look_context(body: list[Any], icase: bool) -> tuple[str, ...] | None:
@@ -73,8 +88,7 @@ def _look_context(body: list[Any], icase: bool) -> tuple[str, ...] | None:
             return ()
     except _PastPath:
         return None  # a match starting in the path may run past it: not followed
-    run = _literal_run(y)
-    return None if run is None else (run.lower(),)
+    return _required(y)
 
 
 def _anchored_branch(items: list[Any], icase: bool) -> tuple[str, ...] | None:
@@ -99,6 +113,17 @@ def _anchored_branch(items: list[Any], icase: bool) -> tuple[str, ...] | None:
     return tuple(contexts)
 
 
+def _inside_path(items: list[Any], icase: bool) -> tuple[str, ...] | None:
+    """For an alternative a match of which may start in a path but must then end before the location's first
+    digit: the strings one of which such a match holds (it lies in the path and the location's first character,
+    so where they hold none of them, it does not start there); None when not proven."""
+    try:
+        _walk(items, frozenset({_START}), icase)
+    except _PastPath:
+        return None
+    return _required(items)
+
+
 def path_contexts(regex: re.Pattern[str]) -> PathRead | None:
     """How `regex` reads a located line (module docstring), or None when not proven."""
     try:
@@ -109,13 +134,19 @@ def path_contexts(regex: re.Pattern[str]) -> PathRead | None:
         contexts: list[str] = []
         pinned = False
         for alt in alternatives:
-            if not _reads_back(alt) and not _may_start_in_path(alt, icase):
+            if _reads_back(alt):
+                return None
+            if not _may_start_in_path(alt, icase):
                 continue
             found = _anchored_branch(alt, icase)
-            if found is None:
+            if found is not None:
+                contexts += found
+                pinned = True
+                continue
+            inside = _inside_path(alt, icase)
+            if inside is None:
                 return None
-            contexts += found
-            pinned = True
+            contexts += inside
         token = FOLD_TOKEN.lower()
         if any(s in token + ":" or s in token + "(" for s in contexts):
             return None  # the folded text's own path would hold one

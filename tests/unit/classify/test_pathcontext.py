@@ -32,10 +32,14 @@ def holds_context(line: str, read: PathRead) -> bool:
     (r"^(?=.*\u200b$).*?'(x)'", PathRead((), True)),  # the marker cannot be in a path
     (r"a'x'|^(?=.*\berror\b).*?'(x)'", PathRead(("error",), True)),
     (r"a'x'", PathRead((), False)),
+    (r"\bidentifier[ \t]*(?P<key>\w+)\b", PathRead(("identifier",), False)),  # may lie in a path, holding that
+    (r"cpp|h\b", PathRead(("cpp", "h"), False)),
+    (r"\w+:\d", None),  # reads the location's digit: past the path, not followed
     (r"^(?=.*\S+:\d).*?'x'", None),  # a look-ahead match that may run past the path
     (r"^(?=.*error)(?<=a).*?'x'", None),  # looks back
     (r"^.*?x", None),  # the body may start in the path
-    (r"x|^(?=.*\berror\b).*?'(x)'", None),  # another alternative may start in the path
+    (r"x|^(?=.*\berror\b).*?'(x)'", PathRead(("x", "error"), True)),  # `x` may lie in a path: a context too
+    (r"x\w*:\d|^(?=.*\berror\b).*?'(x)'", None),  # another alternative reads past the path
     (r"^(?=.*p:).*?'x'", None),  # the folded text's own path would hold the context
 ])
 def test_contexts_of_hand_written_patterns(pattern: str, read: PathRead | None) -> None:
