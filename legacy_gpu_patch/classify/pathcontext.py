@@ -25,7 +25,7 @@ import re
 from typing import Any, NamedTuple
 
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
-from legacy_gpu_patch.classify.pathfold import _START, FOLD_TOKEN, _may_start_in_path, _PastPath, _reads_back, _walk
+from legacy_gpu_patch.classify.pathfold import _STARTS, FOLD_TOKEN, _may_start_in_path, _PastPath, _reads_back, _walk
 
 __all__ = ["PathRead", "path_contexts"]
 
@@ -84,7 +84,7 @@ def _look_context(body: list[Any], icase: bool) -> tuple[str, ...] | None:
     if _reads_back(y):
         return None
     try:
-        if not _walk(y, frozenset({_START}), icase):
+        if not _walk(y, _STARTS, icase):
             return ()
     except _PastPath:
         return None  # a match starting in the path may run past it: not followed
@@ -118,7 +118,7 @@ def _inside_path(items: list[Any], icase: bool) -> tuple[str, ...] | None:
     digit: the strings one of which such a match holds (it lies in the path and the location's first character,
     so where they hold none of them, it does not start there); None when not proven."""
     try:
-        _walk(items, frozenset({_START}), icase)
+        _walk(items, _STARTS, icase)
     except _PastPath:
         return None
     return _required(items)

@@ -40,8 +40,12 @@ from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
 
 __all__ = ["FOLD_TOKEN", "fold", "location_path", "path_blind", "string_path_blind"]
 
-FOLD_TOKEN = "P"  # a PATH itself (one word character): the proof holds for it as for any PATH
-_LOCATION = re.compile(r"[A-Za-z0-9_./+-]*[A-Za-z0-9_](?=(?::[0-9]+){1,2}: |\([0-9]+(?:,[0-9]+)?\): )", re.ASCII)
+# the extensions of the sources and headers a C, C++, CUDA or Cython build reports errors in (lower case)
+EXTENSIONS = ("c", "cc", "cpp", "cxx", "cu", "cuh", "h", "hh", "hpp", "hxx", "inl", "inc", "ipp", "tcc", "pyx",
+              "pxd", "pxi", "py")
+FOLD_TOKEN = "p.c"  # a PATH itself: the proof holds for it as for any PATH
+_LOCATION = re.compile(r"[A-Za-z0-9_./+-]*\.(?:" + "|".join(sorted(EXTENSIONS, key=len, reverse=True))
+                       + r")(?=(?::[0-9]+){1,2}: |\([0-9]+(?:,[0-9]+)?\): )", re.ASCII)
 
 _WORD = frozenset(string.ascii_letters + string.digits + "_")
 _PATH = _WORD | frozenset("./+-")  # PATH's characters
@@ -115,10 +119,13 @@ def _charset(items: Any, icase: bool) -> frozenset[str]:
     return _ALPHABET - taken if negate else frozenset(taken)
 
 
-# Where a match that starts inside PATH can be after reading some characters: nothing read yet, last read a PATH
-# character that is not a word one, last read a word one, read the TAIL's `:`/`(` after it. One more step (its
-# first digit) and the match has read past PATH: from there on it is not followed (taken as "may match")
-_START, _IN_PATH, _AFTER_WORD, _OPENED = range(4)
+# Where a match that starts inside PATH can be after reading some characters: in the PATH before its extension
+# (`_GEN`: any PATH character may come, a `.` may start the extension), at character j of an extension, right
+# after the extension (the TAIL's `:`/`(` comes), after that (`_OPENED`: its first digit comes, and past it the
+# match is not followed: taken as "may match"). A match starts in the first part or inside the extension.
+_GEN: tuple[Any, ...] = ("gen",)
+_OPENED: tuple[Any, ...] = ("opened",)
+_STARTS = frozenset({_GEN} | {("ext", ext, j) for ext in EXTENSIONS for j in range(len(ext))})
 _MAX_COUNT = 64  # a repeat's minimum count followed; more: not proven
 
 
@@ -126,24 +133,27 @@ class _PastPath(Exception):
     """A match starting inside PATH can read PATH's end and the TAIL's first digit: not proven."""
 
 
-def _read(states: frozenset[int], chars: frozenset[str]) -> frozenset[int]:
+def _read(states: frozenset[Any], chars: frozenset[str]) -> frozenset[Any]:
     """The states after reading one character out of `chars` from `states`."""
-    out: set[int] = set()
+    out: set[Any] = set()
     for state in states:
         if state == _OPENED:
             if chars & _DIGIT:
                 raise _PastPath
-            continue
-        if chars & _WORD:
-            out.add(_AFTER_WORD)
-        if chars & (_PATH - _WORD):
-            out.add(_IN_PATH)
-        if state == _AFTER_WORD and chars & _OPEN:
+        elif state == _GEN:
+            if chars & _PATH:
+                out.add(_GEN)
+            if "." in chars:
+                out.update(("ext", ext, 0) for ext in EXTENSIONS)
+        elif state[2] < len(state[1]):
+            if state[1][state[2]] in chars:
+                out.add(("ext", state[1], state[2] + 1))
+        elif chars & _OPEN:
             out.add(_OPENED)
     return frozenset(out)
 
 
-def _walk(items: Any, states: frozenset[int], icase: bool) -> frozenset[int]:
+def _walk(items: Any, states: frozenset[Any], icase: bool) -> frozenset[Any]:
     """The states a match starting inside PATH can be in after the items (from `states`); empty: it cannot get
     this far. Zero-width items are passed over (a match meets them and more conditions: the safe side)."""
     c = _sre_constants
@@ -174,7 +184,7 @@ def _walk(items: Any, states: frozenset[int], icase: bool) -> frozenset[int]:
     return states
 
 
-def _repeat(av: Any, states: frozenset[int], icase: bool) -> frozenset[int]:
+def _repeat(av: Any, states: frozenset[Any], icase: bool) -> frozenset[Any]:
     """A repeat `{low,high}` of a body: the states after low copies, then every state more copies reach (a
     fixed point: there are four states, so it comes within a few rounds; a possessive or lazy repeat reads no
     more than a greedy one may)."""
@@ -196,7 +206,7 @@ def _may_start_in_path(items: Any, icase: bool) -> bool:
     """Whether a match of the item list can start inside some PATH: it reads PATH characters, and may end there, or
     reads PATH's last (a word character), the TAIL's `:`/`(` and its first digit (past that, not followed)."""
     try:
-        return bool(_walk(items, frozenset({_START}), icase))
+        return bool(_walk(items, _STARTS, icase))
     except _PastPath:
         return True
 

@@ -40,7 +40,7 @@ def holds_context(line: str, read: PathRead) -> bool:
     (r"^.*?x", None),  # the body may start in the path
     (r"x|^(?=.*\berror\b).*?'(x)'", PathRead(("x", "error"), True)),  # `x` may lie in a path: a context too
     (r"x\w*:\d|^(?=.*\berror\b).*?'(x)'", None),  # another alternative reads past the path
-    (r"^(?=.*p:).*?'x'", None),  # the folded text's own path would hold the context
+    (r"^(?=.*c:).*?'x'", None),  # the folded text's own path (p.c) would hold the context
 ])
 def test_contexts_of_hand_written_patterns(pattern: str, read: PathRead | None) -> None:
     assert path_contexts(re.compile(pattern, re.IGNORECASE)) == read

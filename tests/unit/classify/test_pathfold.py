@@ -18,9 +18,10 @@ from legacy_gpu_patch.classify.classifier import load_rules, normalize
 from legacy_gpu_patch.classify.pathfold import FOLD_TOKEN, fold, location_path, path_blind, string_path_blind
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
-PATHS = ["a", "x.cpp", "/src/error/a.cpp", "aten/src/ATen/native/sparse/cuda/SparseCUDABlas.cu",
-         "/tmp/pip-build-12345/torch_0/csrc/cuda/cusparse.cu", "lib/error.h", "C99.c", "/b/undefined_reference.o",
-         "src/x.pyx", "src/ErrorHandling.cpp", "k", "/usr/include/c++/12/bits/stl_vector.h", "E", "../a-b+c/d_9", "0"]
+PATHS = ["a.c", "x.cpp", "/src/error/a.cpp", "aten/src/ATen/native/sparse/cuda/SparseCUDABlas.cu",
+         "/tmp/pip-build-12345/torch_0/csrc/cuda/cusparse.cu", "lib/error.h", "C99.c", "/b/undefined_reference.cc",
+         "src/x.pyx", "src/ErrorHandling.cpp", "k.h", "/usr/include/c++/12/bits/stl_vector.h", ".cu",
+         "../a-b+c/d_9.hpp", "0.cuh", "src/FOO_BAR.h", "x.cu.inl"]
 TAILS = [":12:3: ", ":4: ", "(45): ", "(7,9): "]
 
 
@@ -49,12 +50,15 @@ def located(rnd: random.Random, rest: str) -> str:
 
 
 def test_fold_takes_the_location_path_only() -> None:
-    assert fold("/src/a_12.cpp:12:3: error: x") == (FOLD_TOKEN + ":12:3: error: x", len("/src/a_12.cpp") - 1)
-    assert fold("k.cu(45): error: y") == (FOLD_TOKEN + "(45): error: y", 3)
-    assert fold("a.h(4,5): error C2039") == (FOLD_TOKEN + "(4,5): error C2039", 2)
-    assert fold("a.c:7: undefined") == (FOLD_TOKEN + ":7: undefined", 2)
+    token = len(FOLD_TOKEN)
+    assert fold("/src/a_12.cpp:12:3: error: x") == (FOLD_TOKEN + ":12:3: error: x", len("/src/a_12.cpp") - token)
+    assert fold("k.cu(45): error: y") == (FOLD_TOKEN + "(45): error: y", 4 - token)
+    assert fold("a.h(4,5): error C2039") == (FOLD_TOKEN + "(4,5): error C2039", 3 - token)
+    assert fold("a.c:7: undefined") == (FOLD_TOKEN + ":7: undefined", 3 - token)
+    assert fold("x.cuh:3: y") == (FOLD_TOKEN + ":3: y", 5 - token)
     for not_located in ["error: x", "a.c: error", "a.c:12 error", "C:\\src\\a.c(3): error", "a b.c:1:2: x",
-                        "/src/dir/:1:2: x", "a.c:1:2:x", "  a.c:1:2: x", "a.c(1:2): x", ""]:
+                        "/src/dir/:1:2: x", "a.c:1:2:x", "  a.c:1:2: x", "a.c(1:2): x", "", "a:1:2: x",
+                        "a.o:1:2: x", "lib.so(3): x", "a.CPP:1:2: x"]:
         assert fold(not_located) == (not_located, 0), not_located
 
 
@@ -130,9 +134,6 @@ def test_every_path_blind_rule_matches_a_located_line_as_its_folded_form() -> No
 @pytest.mark.parametrize(("rule_id", "line"), [
     # the identifier rules' `^(?=...{HASERR})` branches: `error` in the path turns a warning into a finding
     ("cusparse-removed", '/src/error/a.cpp:12:3: warning #1444-D: function "cusparseScsrmm2" was declared deprecated'),
-    # an identifier alternative `\b(?P<key2>...)(?:\s*\([^)]*\))?:?[ \t]*is undefined` reads an MSVC location whose
-    # path ends in an upper-case identifier: no context of the path can make it blind
-    ("uppercase-identifier-undefined", "src/FOO_BAR(12): is undefined"),
     # the generic rule's match holds the location itself
     ("compiler-error", "x.cpp:12:3: error: 'cusparseScsrmm2' is deprecated [-Werror=deprecated-declarations]"),
     # `.pyx:L:C:` is what the Cython rule reads
