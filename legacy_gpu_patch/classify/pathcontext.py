@@ -78,6 +78,10 @@ def _required(items: list[Any]) -> tuple[str, ...] | None:
 def _look_context(body: list[Any], icase: bool) -> tuple[str, ...] | None:
     """For a look-ahead `(?=.*Y)` at 0: () where no `Y` match can start in a path, (its context,) where one
     must end before the location's first digit and hold that run, None when not proven."""
+    c = _sre_constants
+    if len(body) == 1 and body[0][0] is c.BRANCH:  # (?=.*Y|.*Z): true where either is; the contexts of both
+        each = [_look_context(list(alt), icase) for alt in body[0][1][1]]
+        return None if any(e is None for e in each) else tuple(x for e in each if e is not None for x in e)
     if not body or not _greedy_any(body[0]):
         return None
     y = body[1:]
@@ -108,8 +112,13 @@ def _anchored_branch(items: list[Any], icase: bool) -> tuple[str, ...] | None:
     if n >= len(items) or not _lazy_any(items[n]):
         return None
     rest = items[n + 1:]
-    if _reads_back(rest) or _may_start_in_path(rest, icase):
+    if _reads_back(rest):
         return None
+    if _may_start_in_path(rest, icase):  # `.*?` finds the body in a path only where it holds a required string
+        inside = _inside_path(rest, icase)
+        if inside is None:
+            return None
+        contexts += inside
     return tuple(contexts)
 
 

@@ -30,6 +30,8 @@ def holds_context(line: str, read: PathRead) -> bool:
     (r"^(?=.*\berror\b).*?'(x)'", PathRead(("error",), True)),
     (r"^(?!.*\bwarning\b).*?'(x)'", PathRead(("warning",), True)),
     (r"^(?=.*\u200b$).*?'(x)'", PathRead((), True)),  # the marker cannot be in a path
+    (r"^(?=.*\berror\b|.*\bfatal\b).*?'(x)'", PathRead(("error", "fatal"), True)),
+    (r"^(?=.*\berror\b).*?\bcusparse\w+", PathRead(("error", "cusparse"), True)),  # the body may lie in a path
     (r"a'x'|^(?=.*\berror\b).*?'(x)'", PathRead(("error",), True)),
     (r"a'x'", PathRead((), False)),
     (r"\bidentifier[ \t]*(?P<key>\w+)\b", PathRead(("identifier",), False)),  # may lie in a path, holding that
@@ -37,7 +39,7 @@ def holds_context(line: str, read: PathRead) -> bool:
     (r"\w+:\d", None),  # reads the location's digit: past the path, not followed
     (r"^(?=.*\S+:\d).*?'x'", None),  # a look-ahead match that may run past the path
     (r"^(?=.*error)(?<=a).*?'x'", None),  # looks back
-    (r"^.*?x", None),  # the body may start in the path
+    (r"^.*?x", PathRead(("x",), True)),  # the body may lie in a path: where the path holds no `x`, it does not
     (r"x|^(?=.*\berror\b).*?'(x)'", PathRead(("x", "error"), True)),  # `x` may lie in a path: a context too
     (r"x\w*:\d|^(?=.*\berror\b).*?'(x)'", None),  # another alternative reads past the path
     (r"^(?=.*c:).*?'x'", None),  # the folded text's own path (p.c) would hold the context
