@@ -7,21 +7,23 @@ says what is folded and proves, per rule, that folding cannot change its decisio
 docs/errors.md, "Error-dense work: the path-folding shape", says what remains).
 
 **What is folded** (`location_path`): a line that starts with PATH immediately followed by a TAIL, where
-PATH is one or more of `[A-Za-z0-9_./+-]` ending in a word character (no space, colon, backslash or parenthesis,
-so no Windows drive) and TAIL is `:D+: `, `:D+:D+: `, `(D+): ` or `(D+,D+): ` (D an ASCII digit). The folded line
+PATH is `[A-Za-z0-9_./+-]*` ending in `.` and one of EXTENSIONS (no space, colon, backslash or parenthesis, so no
+Windows drive; the extension keeps an identifier out of PATH's end, which an MSVC `FOO_BAR(12): ` would give) and
+TAIL is `:D+: `, `:D+:D+: `, `(D+): ` or `(D+,D+): ` (D an ASCII digit). The folded line
 is `FOLD_TOKEN + line[len(PATH):]`: the TAIL and everything after it are kept, so a line's folded form, digits
 written 0, is its folded shape; a line with no such location is not folded.
 
 **What is proven** (`path_blind`): for every PATH, a rule's regex matches `PATH + TAIL + R` exactly where it matches
 `FOLD_TOKEN + TAIL + R`, every span (the match's and each group's) shifted by `len(PATH) - len(FOLD_TOKEN)`. It
 holds when (1) no match can start inside PATH, for any PATH (`_walk`: the parse tree read against the language such
-a match would have to read, PATH characters, then PATH's last, a word character, the TAIL's `:`/`(` and its first
-digit, by a four-state automaton; a repeat to its fixed point), and (2) nothing reads backwards into PATH from the
-TAIL or after it: no look-behind (a `^`/`\\A` is false at every start past PATH in both texts). A `\\b` at the
-TAIL's first character sees PATH's last one, a word character in both texts. sre then tries every start inside PATH
-in vain in both texts, and every later start reads the same characters. Anything the parser gives that is not known
-here, a case-insensitive non-ASCII literal (the Kelvin sign matches `k`), a back-reference or conditional, a repeat
-of more than 64 at least: not proven, the rule is *path-aware*.
+a match would have to read, PATH characters, a `.` and an extension, the TAIL's `:`/`(` and its first digit, by a
+small automaton; a repeat to its fixed point), and (2) nothing reads backwards into PATH from the TAIL or after it:
+no look-behind (a `^`/`\\A` is false at every start past PATH in both texts). A `\\b` at the TAIL's first character
+sees the extension's last letter in both texts. sre then tries every start inside PATH in vain in both texts, and
+every later start reads the same characters. Anything the parser gives that is not known here, a back-reference or
+conditional, a case-insensitive non-ASCII range, a repeat of more than 64 at least: not proven, the rule is
+*path-aware* (a case-insensitive non-ASCII literal takes the ASCII letters re says it does: the Kelvin sign takes
+`k`).
 
 A string (a prefilter literal, a necessary string of the literal index) is present in both texts alike when it
 cannot start inside PATH (`string_path_blind`, the same test on its characters): `: error` cannot, `error` and
@@ -204,7 +206,7 @@ def _repeat(av: Any, states: frozenset[Any], icase: bool) -> frozenset[Any]:
 
 def _may_start_in_path(items: Any, icase: bool) -> bool:
     """Whether a match of the item list can start inside some PATH: it reads PATH characters, and may end there, or
-    reads PATH's last (a word character), the TAIL's `:`/`(` and its first digit (past that, not followed)."""
+    reads PATH's extension, the TAIL's `:`/`(` and its first digit (past that, not followed)."""
     try:
         return bool(_walk(items, _STARTS, icase))
     except _PastPath:
