@@ -1,0 +1,164 @@
+"""Path contexts: the rules that read a location's path only through look-aheads at the line's start.
+
+The identifier rules hold a branch `^(?=.*Y)(?=.*Z).*?BODY` (the localized reading: `Y` is the marker at the end of
+a translated line, `Z` is `\\berror\\b`). pathfold.path_blind rejects it: its `.*?` starts at 0, inside the path.
+Yet it reads the path only twice: (1) a look-ahead `(?=.*Y)` / `(?!.*Y)` at 0 is true where `Y` matches anywhere in
+the line, so it reads the path only through a `Y` match starting there; (2) `.*?` then takes the first place where
+BODY and what follows match, which cannot be in the path where BODY cannot start there (pathfold's proof). So the
+branch decides a located line as its folded form where no `Y` match can start in either path: where `Y` cannot
+start in a path at all (the end-of-line marker), or where a `Y` match starting in a path must end before the
+location's first digit (pathfold's walk says so) and hold a run of literals of `Y` (its *context*, `error`) that
+neither text's path and the location's first character hold. Its match then starts at 0 in both texts (not
+shifted) and every other span is shifted.
+
+An alternative whose matches may lie in a path but must end before the location's first digit (pathfold's walk)
+reads it only through what it matches there: it holds one of the alternative's required strings (`identifier` of
+`\\bidentifier[ \\t]*KEY`), its contexts too. `path_contexts(regex)` says this of a whole pattern: each top-level
+alternative either cannot start in a path (pathfold), or is such a branch, or such an alternative. At 0 the
+alternatives before the branch miss in both texts, so the branch decides there; at every other place in the path all
+alternatives miss; from the location on, the texts are alike.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
+from legacy_gpu_patch.classify.pathfold import _STARTS, FOLD_TOKEN, _may_start_in_path, _PastPath, _reads_back, _walk
+
+__all__ = ["PathRead", "path_contexts"]
+
+
+class PathRead(NamedTuple):
+    """How a pattern reads a located line: `contexts`, lowercased strings that the path and the location's first
+    character must not hold; `pinned`, whether a match may start at 0 (then a start of 0 is not shifted)."""
+
+    contexts: tuple[str, ...]
+    pinned: bool
+
+
+def _lazy_any(item: Any) -> bool:
+    c = _sre_constants
+    op, av = item
+    return op is c.MIN_REPEAT and av[0] == 0 and av[1] == c.MAXREPEAT and list(av[2]) == [(c.ANY, None)]
+
+
+def _greedy_any(item: Any) -> bool:
+    c = _sre_constants
+    op, av = item
+    return op is c.MAX_REPEAT and av[0] == 0 and av[1] == c.MAXREPEAT and list(av[2]) == [(c.ANY, None)]
+
+
+def _required(items: list[Any]) -> tuple[str, ...] | None:
+    """Strings (ASCII, lowercased) one of which every match of `items` holds within its span: a run of top-level
+    literals, or one string of each alternative of a branch, or of a group; the candidate whose shortest string is
+    longest. None when there is none."""
+    c = _sre_constants
+    candidates: list[tuple[str, ...]] = []
+    run = ""
+    for op, av in [*items, (None, None)]:
+        if op is c.LITERAL and av < 128:
+            run += chr(av)
+            continue
+        if run:
+            candidates.append((run.lower(),))
+            run = ""
+        if op is c.BRANCH:
+            each = [_required(list(alt)) for alt in av[1]]
+            if all(e is not None for e in each):
+                candidates.append(tuple(dict.fromkeys(x for e in each if e is not None for x in e)))
+        elif op is c.SUBPATTERN:
+            inner = _required(list(av[3]))
+            if inner is not None:
+                candidates.append(inner)
+    return max(candidates, key=lambda strings: min(map(len, strings))) if candidates else None
+
+
+def _look_context(body: list[Any], icase: bool) -> tuple[str, ...] | None:
+    """For a look-ahead `(?=.*Y)` at 0: () where no `Y` match can start in a path, (its context,) where one
+    must end before the location's first digit and hold that run, None when not proven."""
+    c = _sre_constants
+    if len(body) == 1 and body[0][0] is c.BRANCH:  # (?=.*Y|.*Z): true where either is; the contexts of both
+        each = [_look_context(list(alt), icase) for alt in body[0][1][1]]
+        return None if any(e is None for e in each) else tuple(x for e in each if e is not None for x in e)
+    if not body or not _greedy_any(body[0]):
+        return None
+    y = body[1:]
+    if _reads_back(y):
+        return None
+    try:
+        if not _walk(y, _STARTS, icase):
+            return ()
+    except _PastPath:
+        return None  # a match starting in the path may run past it: not followed
+    return _required(y)
+
+
+def _anchored_branch(items: list[Any], icase: bool) -> tuple[str, ...] | None:
+    """The contexts of an alternative `^ (look-aheads at 0) .*? BODY`, None when it is not one or not proven."""
+    c = _sre_constants
+    if not items or (items[0] != (c.AT, c.AT_BEGINNING) and items[0] != (c.AT, c.AT_BEGINNING_STRING)):
+        return None
+    contexts: list[str] = []
+    n = 1
+    while n < len(items) and items[n][0] in (c.ASSERT, c.ASSERT_NOT):
+        direction, body = items[n][1]
+        found = _look_context(list(body), icase) if direction == 1 else None
+        if found is None:
+            return None
+        contexts += found
+        n += 1
+    if n >= len(items) or not _lazy_any(items[n]):
+        return None
+    rest = items[n + 1:]
+    if _reads_back(rest):
+        return None
+    if _may_start_in_path(rest, icase):  # `.*?` finds the body in a path only where it holds a required string
+        inside = _inside_path(rest, icase)
+        if inside is None:
+            return None
+        contexts += inside
+    return tuple(contexts)
+
+
+def _inside_path(items: list[Any], icase: bool) -> tuple[str, ...] | None:
+    """For an alternative a match of which may start in a path but must then end before the location's first
+    digit: the strings one of which such a match holds (it lies in the path and the location's first character,
+    so where they hold none of them, it does not start there); None when not proven."""
+    try:
+        _walk(items, _STARTS, icase)
+    except _PastPath:
+        return None
+    return _required(items)
+
+
+def path_contexts(regex: re.Pattern[str]) -> PathRead | None:
+    """How `regex` reads a located line (module docstring), or None when not proven."""
+    try:
+        tree = list(_sre_parse.parse(regex.pattern, regex.flags))
+        icase = bool(regex.flags & re.IGNORECASE)
+        c = _sre_constants
+        alternatives = [list(a) for a in tree[0][1][1]] if len(tree) == 1 and tree[0][0] is c.BRANCH else [tree]
+        contexts: list[str] = []
+        pinned = False
+        for alt in alternatives:
+            if _reads_back(alt):
+                return None
+            if not _may_start_in_path(alt, icase):
+                continue
+            found = _anchored_branch(alt, icase)
+            if found is not None:
+                contexts += found
+                pinned = True
+                continue
+            inside = _inside_path(alt, icase)
+            if inside is None:
+                return None
+            contexts += inside
+        token = FOLD_TOKEN.lower()
+        if any(s in token + ":" or s in token + "(" for s in contexts):
+            return None  # the folded text's own path would hold one
+        return PathRead(tuple(dict.fromkeys(contexts)), pinned)
+    except Exception:  # an internal module: any surprise means "not proven"
+        return None
