@@ -17,11 +17,8 @@ the medians of the per-round ratio with / without and of the difference in ms.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 import chainer_type_check_bench as base
@@ -77,28 +74,7 @@ def print_table(summary: dict, args: argparse.Namespace, info: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tree", type=Path, help="a work tree of `lgpatch apply chainer-1.24` (default: apply one)")
-    parser.add_argument("--deps", type=Path, help="folder holding six and filelock (default: this Python's or pip)")
-    parser.add_argument("--rounds", type=int, default=7, help="processes per tree, alternating (default 7)")
-    parser.add_argument("--blocks", type=int, default=30, help="timed blocks per mode in a process (default 30)")
-    parser.add_argument("--block", type=int, default=100, help="inferences per block (default 100)")
-    parser.add_argument("--warmup", type=int, default=200, help="untimed inferences per mode first (default 200)")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
-    args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="chainer-call-bench-"))
-    try:
-        tree, without = base.prepare_trees(args.tree.resolve() if args.tree else None, work, STEP)
-        deps = base.prepare_deps(args.deps.resolve() if args.deps else None, work)
-        summary = summarize(run_rounds({"with": tree, "without": without}, deps, args))
-        info = base.machine()
-        if args.json:
-            print(json.dumps({"machine": info, **summary}, indent=2))
-        else:
-            print_table(summary, args, info)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return base.ab_main(argv, __doc__ or "", STEP, 7, run_rounds, summarize, print_table)
 
 
 if __name__ == "__main__":

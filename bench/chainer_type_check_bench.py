@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 STEP = "chainer-type-check-cache/forward-check-cache"
@@ -255,29 +256,36 @@ def print_table(summary: dict, args: argparse.Namespace, info: dict) -> None:
           "cache on")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def ab_main(argv: list[str] | None, doc: str, step: str, default_rounds: int, run: Callable[..., dict],
+            summarize_samples: Callable[[dict], dict], table: Callable[[dict, argparse.Namespace, dict], None]) -> int:
+    """The A/B command line both Chainer CPU benches share: trees with and without `step`, rounds, table or JSON."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, help="a work tree of `lgpatch apply chainer-1.24` (default: apply one)")
     parser.add_argument("--deps", type=Path, help="folder holding six and filelock (default: this Python's or pip)")
-    parser.add_argument("--rounds", type=int, default=5, help="processes per tree, alternating (default 5)")
+    parser.add_argument("--rounds", type=int, default=default_rounds,
+                        help=f"processes per tree, alternating (default {default_rounds})")
     parser.add_argument("--blocks", type=int, default=30, help="timed blocks per mode in a process (default 30)")
     parser.add_argument("--block", type=int, default=100, help="inferences per block (default 100)")
     parser.add_argument("--warmup", type=int, default=200, help="untimed inferences per mode first (default 200)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="chainer-tc-bench-"))
+    work = Path(tempfile.mkdtemp(prefix="chainer-ab-bench-"))
     try:
-        tree, without = prepare_trees(args.tree.resolve() if args.tree else None, work)
+        tree, without = prepare_trees(args.tree.resolve() if args.tree else None, work, step)
         deps = prepare_deps(args.deps.resolve() if args.deps else None, work)
-        summary = summarize(run_rounds({"with": tree, "without": without}, deps, args))
+        summary = summarize_samples(run({"with": tree, "without": without}, deps, args))
         info = machine()
         if args.json:
             print(json.dumps({"machine": info, **summary}, indent=2))
         else:
-            print_table(summary, args, info)
+            table(summary, args, info)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return ab_main(argv, __doc__ or "", STEP, 5, run_rounds, summarize, print_table)
 
 
 if __name__ == "__main__":

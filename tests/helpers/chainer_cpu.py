@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import git
+from helpers import REPO, Runner, git
 from helpers.ptx_support import apply
 
 
@@ -114,3 +114,27 @@ def run_chainer(trees: ChainerTrees, tree: Path, code: str, **env: str) -> dict:
     lines = proc.stdout.strip().splitlines()
     assert lines, f"child printed nothing:\n{proc.stderr[-4000:]}"
     return json.loads(lines[-1])
+
+
+def assert_gated_like_the_speed_steps(lgpatch: Runner, step: str) -> None:
+    """Selected from CUDA 9.0 on, as cupy-reduction-grid is; the seed's CUDA 8 stack keeps Chainer as it was."""
+    for cuda, selected in (("8.0", False), ("9.0", True), ("13.0", True)):
+        r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--json")
+        assert r.code == 0, r.err
+        steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
+        assert steps[step] is selected, (cuda, steps)
+        assert steps["cupy-reduction-grid/reduction-split-grid"] is selected
+
+
+def assert_bench_refuses_a_tree_without(tmp_path: Path, script: str, step: str) -> None:
+    """A CPU A/B bench given a work tree whose ledger lacks `step` stops and says so (nothing to compare)."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    git(tree, "init", "-q")
+    (tree / "f").write_text("x\n")
+    git(tree, "add", "f")
+    git(tree, "commit", "-qm", "lgpatch: pristine chainer==1.24.0")
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / script), "--tree", str(tree)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert f"has no ledger commit for {step}" in proc.stderr

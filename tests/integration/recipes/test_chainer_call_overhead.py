@@ -8,11 +8,9 @@ did something (a count, not a time).
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from helpers import Runner, git
-from helpers.chainer_cpu import ChainerTrees, chainer_trees, run_chainer
+from helpers.chainer_cpu import ChainerTrees, assert_gated_like_the_speed_steps, chainer_trees, run_chainer
 
 pytestmark = [pytest.mark.integration]
 
@@ -32,11 +30,7 @@ def same_in_both(trees: ChainerTrees, code: str) -> dict:
 
 
 def test_step_is_gated_like_the_other_speed_steps(lgpatch: Runner) -> None:
-    for cuda, selected in (("8.0", False), ("9.0", True), ("13.0", True)):
-        r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--json")
-        assert r.code == 0, r.err
-        steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
-        assert steps[STEP] is selected, (cuda, steps)
+    assert_gated_like_the_speed_steps(lgpatch, STEP)
 
 
 def test_applies_strictly_after_the_type_check_cache_touching_flag_and_function(trees: ChainerTrees) -> None:

@@ -8,11 +8,9 @@ checks that actually ran (`type_check.get_types` calls) shows where the patched 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from helpers import Runner, git
-from helpers.chainer_cpu import ChainerTrees, chainer_trees, run_chainer
+from helpers.chainer_cpu import ChainerTrees, assert_gated_like_the_speed_steps, chainer_trees, run_chainer
 
 pytestmark = [pytest.mark.integration]
 
@@ -29,12 +27,7 @@ def both(trees: ChainerTrees, code: str, **env: str) -> tuple[dict, dict]:
 
 
 def test_step_is_gated_like_the_other_speed_steps(lgpatch: Runner) -> None:
-    for cuda, selected in (("8.0", False), ("9.0", True), ("13.0", True)):
-        r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--json")
-        assert r.code == 0, r.err
-        steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
-        assert steps[STEP] is selected, (cuda, steps)
-        assert steps["cupy-reduction-grid/reduction-split-grid"] is selected
+    assert_gated_like_the_speed_steps(lgpatch, STEP)
 
 
 def test_applies_strictly_touching_function_py_and_its_new_module(trees: ChainerTrees) -> None:

@@ -4,12 +4,11 @@ known per-round samples, the table, and the refusal of a tree whose ledger lacks
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO, git
+from helpers import REPO
+from helpers.chainer_cpu import assert_bench_refuses_a_tree_without
 
 BENCH = REPO / "bench"
 
@@ -53,13 +52,5 @@ def test_table_prints_every_mode_and_the_ratios(bench, capsys: pytest.CaptureFix
 
 
 def test_a_tree_without_the_step_is_refused(tmp_path: Path) -> None:
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    git(tree, "init", "-q")
-    (tree / "f").write_text("x\n")
-    git(tree, "add", "f")
-    git(tree, "commit", "-qm", "lgpatch: pristine chainer==1.24.0")
-    proc = subprocess.run([sys.executable, str(BENCH / "chainer_type_check_bench.py"), "--tree", str(tree)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode != 0
-    assert "has no ledger commit for chainer-type-check-cache/forward-check-cache" in proc.stderr
+    assert_bench_refuses_a_tree_without(tmp_path, "chainer_type_check_bench.py",
+                                        "chainer-type-check-cache/forward-check-cache")
