@@ -256,23 +256,20 @@ class Matcher:
         for j, (rule, group, find) in enumerate(self._lead_steps):
             if skip and j in skip:
                 continue
-            if group is None and rule.prefilter and held is not None:
-                if held.isdisjoint(rule.prefilter):
-                    continue
-                m = find(text)
-                if m:
-                    return j, rule, m
-                continue
             if group is None and rule.prefilter:
-                # the prefilter tested inline, not through _prefilter_holds: most steps stop at it (a call saved on
-                # the hot path; unit_match, off it, calls the function)
-                if low is None:
-                    low = text.lower()
-                for lit in rule.prefilter:
-                    if lit in low:
-                        break
+                if held is not None:
+                    if held.isdisjoint(rule.prefilter):
+                        continue
                 else:
-                    continue
+                    # the prefilter tested inline, not through _prefilter_holds: most steps stop at it (a call
+                    # saved on the hot path; unit_match, off it, calls the function)
+                    if low is None:
+                        low = text.lower()
+                    for lit in rule.prefilter:
+                        if lit in low:
+                            break
+                    else:
+                        continue
                 m = find(text)  # the prefilter passed: what _step_match would do
                 if m:
                     return j, rule, m

@@ -194,8 +194,8 @@ class ShapeCache:
         for u, lits in sorted(aware.items()):
             found = frozenset(lit for lit in lits if lit in indexed and literals_blind((lit,)))
             shaped = tuple(shape_of(lit).decode() for lit in lits)
-            self.aware.append((u, shaped or None, found, tuple(shape_of(lit).decode() for lit in lits
-                                                              if lit not in found)))
+            others = tuple(shape for lit, shape in zip(lits, shaped) if lit not in found)
+            self.aware.append((u, shaped or None, found, others))
         self.units = frozenset(aware)
         self.indexed = frozenset(lit for _, _, found, _ in self.aware for lit in found)
         self._memo: dict[tuple[int, frozenset[str]], tuple[tuple[int, tuple[str, ...]], ...]] = {}
