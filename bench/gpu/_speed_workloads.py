@@ -81,13 +81,17 @@ def chainer_cases(rng: numpy.random.RandomState) -> dict:
         x = g(rng.randn(*SEED_X).astype("f"))
 
         def step():
-            default = cuda.get_max_workspace_size()
-            if workspace is not None:  # Chainer 1.24's knob: the limit its algorithm choice works within
+            # Chainer 1.24's knob: the limit its algorithm choice works within. Restored as it was, including
+            # chainer-cudnn-workspace's record of whether the program set it (later cases keep the default).
+            saved = (cuda._max_workspace_size, getattr(cuda, "_lg_workspace_size_set", None))
+            if workspace is not None:
                 cuda.set_max_workspace_size(workspace)
             conv.cleargrads()
             loss = F.sum(conv(chainer.Variable(x)))
             loss.backward()
-            cuda.set_max_workspace_size(default)
+            cuda._max_workspace_size = saved[0]
+            if saved[1] is not None:
+                cuda._lg_workspace_size_set = saved[1]
         return step
     cases["seed_conv7x7_fwd_sum_bwd"] = seed_conv
     cases["seed_conv7x7_workspace_512MiB"] = lambda: seed_conv(workspace=512 * 2**20)
