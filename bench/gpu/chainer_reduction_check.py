@@ -26,6 +26,12 @@ SHAPES_AXES = [  # (shape, axis): few outputs with a long reduced axis, and the 
     ((100003, 3), 0), ((3, 100003), -1), ((3, 100003), 1), ((64, 4097), 1), ((4097, 64), 0),
     ((8, 64, 112, 112), (0, 2, 3)), ((8, 64, 112, 112), None), ((8, 64, 112, 112), (1, 2, 3)),
     ((5, 7, 9), (0, 2)), ((5, 7, 9), -1), ((1, 1), None), ((2, 0), 1), ((0, 3), 1),
+    # cupy-reduction-layout: 32 neighbouring outputs a block (with and without a split, a last group only partly
+    # used), up to 4 contiguous rows a block, and shapes just outside both rules.
+    ((6272, 1024), 0), ((300, 40), 0), ((4097, 33), 0), ((8, 64, 112, 112), (0, 1)), ((17, 31), 0),
+    ((6272, 1024), 1), ((6272, 300), -1), ((1000, 7), 1), ((7, 1000), 0), ((33, 16), 0),
+    # ... and its indexer division by multiply and shift (>= 8 elements a thread): 3-D and 4-D indexers.
+    ((16, 8, 64, 64), (0, 2)), ((64, 3, 4096), (0, 2)), ((3, 5, 7, 11, 13), (1, 3)),
 ]
 
 
@@ -124,6 +130,17 @@ def one_axis(c: Checker, cupy, rng, shape, axis) -> None:
         c.same(f"argmax {shape} axis={axis}", g.argmax(axis=axis).get(), x.argmax(axis=axis))
 
 
+def check_views(c: Checker, cupy, rng) -> None:
+    """Reductions of non-contiguous views (a transpose, a column stride): the layout rule reads the view's own
+    strides, and a view it does not recognise keeps CuPy 1.24's launch."""
+    x = ints(rng, (1024, 6272), "f")
+    g = cupy.asarray(x)
+    for what, gv, xv in (("T", g.T, x.T), ("[:, ::2]", g[:, ::2], x[:, ::2]), ("[::3]", g[::3], x[::3])):
+        for axis in (0, 1, None):
+            c.same(f"sum view {what} axis={axis}", gv.sum(axis=axis).get(), xv.sum(axis=axis, dtype="d"))
+        c.same(f"argmax view {what} axis=0", gv.argmax(axis=0).get(), xv.argmax(axis=0))
+
+
 def check_empty_and_kernels(c: Checker, cupy) -> None:
     e = cupy.zeros((0,), "f")
     c.same("sum of empty", e.sum().get(), 0.0)
@@ -133,10 +150,21 @@ def check_empty_and_kernels(c: Checker, cupy) -> None:
     # ReductionKernel (user-defined, Chainer's cuda.reduce path) with a post-map using the sizes: mean of squares.
     k = cupy.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a / (_in_ind.size() / _out_ind.size())", "0",
                              "lg_check_meansq")
-    for shape, axis in (((6422528,), None), ((3, 100003), 1), ((100003, 3), 0), ((5, 7), 0)):
+    for shape, axis in (((6422528,), None), ((3, 100003), 1), ((100003, 3), 0), ((5, 7), 0), ((6272, 1024), 0),
+                        ((6272, 1024), 1)):
         x = numpy.arange(numpy.prod(shape), dtype="d").reshape(shape) % 5
         c.same(f"ReductionKernel meansq {shape} axis={axis}", k(cupy.asarray(x), axis=axis).get(),
                (x * x).mean(axis=axis), rtol=1e-12)
+    # A map expression that reads _J (the reduced index), as argmax's does: four elements a step must each see
+    # their own _J, also in split blocks.
+    kj = cupy.ReductionKernel("T x", "T y", "x * (_J % 3)", "a + b", "y = a", "0", "lg_check_jweight")
+    for shape, axis in (((6272, 1024), 0), ((6272, 1024), 1), ((300, 40), 0), ((100003, 3), 0), ((6422528,), None)):
+        x = numpy.arange(numpy.prod(shape), dtype="d").reshape(shape) % 7
+        n = x.shape[0] if axis == 0 or axis is None else x.shape[1]
+        weights = numpy.arange(n) % 3
+        want = (x * weights[:, None]).sum(axis=0) if axis == 0 else (
+            (x * weights).sum(axis=-1) if axis == 1 else (x * weights).sum())
+        c.same(f"ReductionKernel _J weights {shape} axis={axis}", kj(cupy.asarray(x), axis=axis).get(), want)
     # Results on a non-default stream (each stream has its own partials and counters, which the kernel resets),
     # alternating with the null stream: a counter left non-zero would spoil the next split reduction there.
     s = cupy.cuda.Stream()
@@ -149,6 +177,46 @@ def check_empty_and_kernels(c: Checker, cupy) -> None:
     # Repeated launches reuse the memory pool: stale partials or counters would show here.
     g = cupy.asarray(numpy.ones(1 << 20, "f"))
     c.same("sum x20 repeated", sum(float(g.sum().get()) for _ in range(20)), 20.0 * (1 << 20))
+
+
+def check_conv_workspace(c: Checker, cupy, rng) -> None:
+    """chainer-cudnn-workspace before any set_max_workspace_size call: the 512 MiB default limit with a workspace
+    of the chosen algorithm's size, against im2col; then the same problem with almost all of the GPU's memory
+    taken, which must fall back to the algorithm for 8 MiB (and give the same result)."""
+    import chainer
+    import chainer.functions as F
+    from chainer import cuda
+    from chainer.functions.connection import convolution_2d as conv2d
+    if not hasattr(conv2d, "_lg_algorithm_and_workspace"):
+        return
+    c.same("workspace limit not set by the program", cuda._lg_workspace_size_set, False)
+    x, w = rng.randn(32, 32, 112, 112).astype("f"), (0.1 * rng.randn(64, 32, 3, 3)).astype("f")
+
+    def forward(use_cudnn: bool):
+        y = F.convolution_2d(chainer.Variable(cupy.asarray(x)), chainer.Variable(cupy.asarray(w)), pad=1,
+                             use_cudnn=use_cudnn)
+        return y.data.get()
+    want = forward(False)
+    tol = 1e-2 * float(abs(want).max())
+    c.same("conv b32 default limit vs im2col", forward(True), want, atol=tol)
+    needs = [size for key, size in conv2d._lg_workspace_sizes.items() if key[1] == "fwd" and key[2] == x.shape]
+    c.same("conv b32 default limit: workspace sized to the algorithm", bool(needs) and max(needs) <= 512 << 20, True)
+    pool = cuda.memory_pool  # Chainer's: CuPy 1.24 has no get_default_memory_pool
+    pool.free_all_blocks()
+    free = cupy.cuda.runtime.memGetInfo()[0]
+    y_bytes = 32 * 64 * 112 * 112 * 4
+    headroom = 2 * (x.nbytes + w.nbytes) + y_bytes + (8 << 20) + max(needs) // 4
+    if max(needs) <= 16 << 20 or free <= headroom:
+        c.same("conv b32: the default limit's algorithm needs more than 16 MiB (fallback testable)", False, True)
+        return
+    hog = cupy.empty((free - headroom,), dtype="b")
+    try:
+        c.same("conv b32 with the GPU almost full (fallback to 8 MiB) vs im2col", forward(True), want, atol=tol)
+        fallback = [k for k in conv2d._lg_algorithms if k[1] == "fwd" and k[2] == x.shape and k[-1] == 8 << 20]
+        c.same("conv b32 with the GPU almost full: the 8 MiB algorithm was asked", bool(fallback), True)
+    finally:
+        del hog
+        pool.free_all_blocks()
 
 
 def check_conv_algo_cache(c: Checker, cupy, rng) -> None:
@@ -202,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     c, rng = Checker(), numpy.random.RandomState(0)
     for part in (lambda: check_lengths(c, cupy, rng), lambda: check_dtypes(c, cupy, rng),
-                 lambda: check_axes(c, cupy, rng), lambda: check_empty_and_kernels(c, cupy),
+                 lambda: check_axes(c, cupy, rng), lambda: check_views(c, cupy, rng),
+                 lambda: check_empty_and_kernels(c, cupy), lambda: check_conv_workspace(c, cupy, rng),
                  lambda: check_conv_algo_cache(c, cupy, rng)):
         try:
             part()

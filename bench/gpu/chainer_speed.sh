@@ -39,12 +39,12 @@ for b in before after; do
     || { echo "pip install of $wheel failed (see $LOG)"; exit 2; }
 done
 
-# 1. Correctness of both builds' reductions against NumPy (compiles their kernels into the shared cache).
+# 1. Correctness of both builds' reductions against NumPy (compiles their kernels into the shared cache). One
+#    after the other: the after build's workspace check takes almost all of the GPU's memory for a moment.
 for b in before after; do
-  PYTHONPATH="$WORK/$b" timeout 120 "$PY" "$HERE/chainer_reduction_check.py" --label "$b" \
-    --json "$WORK/check-$b.json" >> "$WORK/check-$b.log" 2>&1 &
+  PYTHONPATH="$WORK/$b" timeout 150 "$PY" "$HERE/chainer_reduction_check.py" --label "$b" \
+    --json "$WORK/check-$b.json" >> "$WORK/check-$b.log" 2>&1
 done
-wait
 cat "$WORK/check-before.log" "$WORK/check-after.log" >> "$LOG"
 
 # 2. The bench: one worker process per build, alive side by side, asked in alternating rounds (torch timed in

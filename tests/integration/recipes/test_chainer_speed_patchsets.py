@@ -1,84 +1,57 @@
-"""cupy-reduction-grid on the real Chainer 1.24.0 sdist: it applies (strict) as the recipe's last step, the kernel
+"""cupy-reduction-grid on the real Chainer 1.24.0 sdist: it applies (strict) as one step of the recipe, the kernel
 template it changes compiles with the real nvcc for sm_90 (and PTX for compute_75), its launch-shape function
 matches a reference, and a model of the kernel's index mapping, tied to the template's own expressions, reduces
 every element exactly once and gives NumPy's results (sum, argmax with ties, mean's size-based post-map).
 
 The templates are rendered the way cupy/core/reduction.pxi's _get_simple_reduction_kernel does (string.Template
-with the same keys), from the patched file itself, with the min/max preamble from the patched core.pyx.
+with the same keys), from the patched file as this step left it (cupy-reduction-layout changes it again; its tests
+are in test_cupy_reduction_layout.py), with the min/max preamble from the patched core.pyx. The chainer-cudnn-
+algo-cache tests read convolution_2d.py as that step left it (chainer-cudnn-workspace follows it).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import string
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy
 import pytest
-from helpers import NVCC, git, requires_nvcc
+from helpers import NVCC, git, reduction_template, requires_nvcc
 from helpers.ptx_support import apply
+from helpers.reduction_template import commit_of, text_at
 
 pytestmark = [pytest.mark.integration]
 
 STEP = "cupy-reduction-grid/reduction-split-grid"
+PXI = "cupy/core/reduction.pxi"
+ALGO_CACHE = "chainer-cudnn-algo-cache/conv2d-algo-cache"
 
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tree, report = apply(tmp_path_factory.mktemp("chainer-speed"), "chainer-1.24")
-    assert [a["step"] for a in report["applied"]][-1] == STEP, report["applied"]
+    assert STEP in [a["step"] for a in report["applied"]], report["applied"]
     return tree
 
 
+def pxi_at_step(tree: Path) -> str:
+    return text_at(tree, STEP, PXI)
+
+
 def template(tree: Path) -> str:
-    pxi = (tree / "cupy/core/reduction.pxi").read_text()
-    found = re.search(r"module_code = string\.Template\('''(.*?)'''\)", pxi, re.S)
-    assert found, "reduction.pxi has no kernel template"
-    return found.group(1)
+    return reduction_template.template(pxi_at_step(tree))
 
 
 def split_function(tree: Path) -> Any:
-    """_lg_reduction_split and its constants from the patched reduction.pxi, run as plain Python."""
-    pxi = (tree / "cupy/core/reduction.pxi").read_text()
-    consts = re.findall(r"^(_LG_[A-Z_]+ = \d+)", pxi, re.M)
-    body = re.search(r"^def _lg_reduction_split\(.*?(?=^\S)", pxi, re.S | re.M)
-    assert consts and body
-    namespace: dict[str, Any] = {}
-    exec("\n".join(consts) + "\n" + body.group(0), namespace)
-    return namespace["_lg_reduction_split"]
-
-
-def render(tree: Path, name: str, reduce_type: str, tin: str, tout: str, identity: str, pre: str, reduce: str,
-           post: str, preamble: str = "", in_ndim: int = 1, out_ndim: int = 0) -> str:
-    params = (f"CArray<{tin}, {in_ndim}> _raw_in0, CArray<{tout}, {out_ndim}> _raw_out0, CIndexer<{in_ndim}> _in_ind, "
-              f"CIndexer<{out_ndim}> _out_ind, int _block_stride, CArray<unsigned char, 1> _lg_part, "
-              "CArray<unsigned int, 1> _lg_count, int _lg_nsplit")
-    return string.Template(template(tree)).substitute(
-        name=name, block_size=512, reduce_type=reduce_type, params=params, identity=identity, reduce_expr=reduce,
-        pre_map_expr=pre, post_map_expr=post, preamble=preamble,
-        type_preamble=f"typedef {tin} type_in0_raw; typedef {tout} type_out0_raw;",
-        input_expr="const type_in0_raw in0 = _raw_in0[_in_ind.get()];",
-        output_expr="type_out0_raw &out0 = _raw_out0[_out_ind.get()];")
+    """_lg_reduction_split and its constants as this step left reduction.pxi, run as plain Python."""
+    return reduction_template.python_function(pxi_at_step(tree), "_lg_reduction_split")["_lg_reduction_split"]
 
 
 def kernels(tree: Path) -> dict[str, str]:
-    core = (tree / "cupy/core/core.pyx").read_text()
-    min_max = re.search(r"cdef _min_max_preamble = '''(.*?)'''", core, re.S)
-    assert min_max
-    return {
-        "sum_float": render(tree, "cupy_sum", "float", "float", "float", "0", "in0", "a + b", "out0 = a"),
-        "mean_float16_2d": render(tree, "cupy_mean", "float", "float16", "float16", "0", "in0", "a + b",
-                                  "out0 = a / (_in_ind.size() / _out_ind.size())", in_ndim=2, out_ndim=1),
-        "argmax_double": render(tree, "cupy_argmax", "min_max_st<type_in0_raw>", "double", "long long", "",
-                                "min_max_st<type_in0_raw>(in0, _J)", "my_argmax_float(a, b)", "out0 = a.index",
-                                min_max.group(1)),
-        "max_float16": render(tree, "cupy_max", "min_max_st<type_in0_raw>", "float16", "float16", "",
-                              "min_max_st<type_in0_raw>(in0)", "my_max_float(a, b)", "out0 = a.value",
-                              min_max.group(1)),
-    }
+    return reduction_template.kernels(pxi_at_step(tree), text_at(tree, STEP, "cupy/core/core.pyx"))
 
 
 def test_step_is_gated_to_cuda_9_and_newer(lgpatch) -> None:
@@ -90,9 +63,8 @@ def test_step_is_gated_to_cuda_9_and_newer(lgpatch) -> None:
 
 
 def test_applies_as_one_commit_touching_only_reduction_pxi(tree: Path) -> None:
-    files = git(tree, "show", "--name-only", "--format=", "HEAD").split()
-    assert files == ["cupy/core/reduction.pxi"]
-    assert STEP in git(tree, "log", "-1", "--format=%B")
+    files = git(tree, "show", "--name-only", "--format=", commit_of(tree, STEP)).split()
+    assert files == [PXI]
 
 
 @requires_nvcc
@@ -100,7 +72,7 @@ def test_applies_as_one_commit_touching_only_reduction_pxi(tree: Path) -> None:
 @pytest.mark.parametrize(("kind", "arch"), [("cubin", "sm_90"), ("ptx", "compute_75")])
 @pytest.mark.parametrize("kernel", ["sum_float", "mean_float16_2d", "argmax_double", "max_float16"])
 def test_patched_template_compiles(tree: Path, tmp_path: Path, kernel: str, kind: str, arch: str) -> None:
-    header = (tree / "cupy/core/carray.cuh").read_text()
+    header = text_at(tree, STEP, "cupy/core/carray.cuh")
     (tmp_path / "kern.cu").write_text(header + kernels(tree)[kernel])
     proc = subprocess.run([NVCC, f"--{kind}", "-arch", arch, "kern.cu"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
@@ -195,7 +167,7 @@ def test_index_mapping_model_gives_numpy_results(tree: Path) -> None:
 def test_block_size_and_shared_memory_bounds(tree: Path) -> None:
     """The partial buffer and the shared memory both assume sizeof(reduce type) <= 32 bytes; the kernel's
     final combine loops over at most _LG_MAX_SPLIT partials with a 512-thread block."""
-    pxi = (tree / "cupy/core/reduction.pxi").read_text()
+    pxi = pxi_at_step(tree)
     # Partials for fewer than 2 * slots (split * outputs < slots + outputs, outputs < slots) of 32 bytes each.
     assert "buffers = (ndarray((32 * 2 * slots,), numpy.uint8), count)" in pxi
     assert pxi.count("shared_mem = 32 * block_size") == 2
@@ -244,7 +216,7 @@ LAUNCH_TABLE = [
 def test_launch_shapes_old_and_new(tree: Path) -> None:
     """Shapes that had enough blocks keep CuPy 1.24's launch exactly (and the unsplit branch calls linear_launch
     with CuPy 1.24's own arguments); only few outputs over a long axis get more blocks."""
-    pxi = (tree / "cupy/core/reduction.pxi").read_text()
+    pxi = pxi_at_step(tree)
     clp2 = "clp2_count = 1 << int.bit_length(\n            int(in_indexer.size // out_indexer.size - 1))"
     assert pxi.count(clp2) == 2
     assert pxi.count("block_stride = max(1, block_size // clp2_count)") == 2
@@ -279,7 +251,7 @@ def test_algo_cache_applies_to_convolution_2d_only_and_routes_every_query(tree: 
     log = git(tree, "log", "--format=%H %s")
     commit = next(line.split()[0] for line in log.splitlines() if "conv2d-algo-cache" in line)
     assert git(tree, "show", "--name-only", "--format=", commit).split() == [CONV2D]
-    text = (tree / CONV2D).read_text()
+    text = text_at(tree, ALGO_CACHE, CONV2D)
     for query in ("getConvolutionForwardAlgorithm", "getConvolutionBackwardFilterAlgorithm",
                   "getConvolutionBackwardDataAlgorithm"):
         # the query is only passed to the cache, never called directly
@@ -292,7 +264,7 @@ def test_algo_cache_applies_to_convolution_2d_only_and_routes_every_query(tree: 
 def cache_function(tree: Path, device: list[int]) -> tuple[Any, dict]:
     """_lg_algorithm and its dict from the patched file, run as plain Python; the device id comes from `device`
     (what cupy.cuda.get_device_id answers on a GPU)."""
-    text = (tree / CONV2D).read_text()
+    text = text_at(tree, ALGO_CACHE, CONV2D)
     body = re.search(r"^_lg_algorithms = \{\}$.*?^    return algo$", text, re.S | re.M)
     assert body
     cupy = type("CuPy", (), {"cuda": type("Cuda", (), {"get_device_id": staticmethod(lambda: device[0])})})
@@ -328,7 +300,7 @@ def test_algo_cache_asks_once_per_device_and_problem(tree: Path) -> None:
 def test_split_buffers_are_made_once_per_device_and_stream_and_reset_by_the_kernel(tree: Path) -> None:
     """No allocation, memset or sync per split reduction: the partials and counters of a (device, stream) are made
     and zeroed once, and the last block of each output puts its counter back to zero for the next kernel."""
-    pxi = (tree / "cupy/core/reduction.pxi").read_text()
+    pxi = pxi_at_step(tree)
     args = re.search(r"^cpdef list _lg_split_args\(.*?(?=^\S)", pxi, re.S | re.M)
     buffers = re.search(r"^cdef tuple _lg_buffers\(.*?(?=^\S)", pxi, re.S | re.M)
     assert args and buffers
