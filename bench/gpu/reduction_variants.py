@@ -10,7 +10,8 @@ _get_simple_reduction_kernel renders it). Variants: the template as it is, and w
 per-element division by each dimension's size replaced by a multiply-and-shift with divisors computed once per
 thread (Granlund-Montgomery), each checked against NumPy. Per shape it runs the launch shapes worth comparing
 (block_stride: outputs per block; nsplit: blocks per group of outputs) and prints median milliseconds and the
-share of the copy bandwidth measured in the same run (bytes = the input, read once).
+share of the device-to-device copy bandwidth measured in the same run (bytes = the input, read once). Its first
+run (docs/gpu-proofs.md, session 8, call 5) took the copy from CuPy's own copy kernel, a quarter of it.
 """
 
 from __future__ import annotations
@@ -138,7 +139,10 @@ def main() -> int:
     part = cupy.zeros((32 * 2 * slots * 32,), numpy.uint8)
     count = cupy.zeros((slots,), numpy.uint32)
     big = cupy.arange(1 << 26, dtype=numpy.float32) % 7
-    copy_ms = median_ms(cupy, lambda: big.copy())
+    dst = cupy.empty_like(big)
+    # cudaMemcpyAsync device to device (kind 3) into a buffer made once: the copy bandwidth chainer_speed.py
+    # measures (CuPy 1.24's x.copy() is an elementwise kernel plus an allocation, well below it).
+    copy_ms = median_ms(cupy, lambda: cupy.cuda.runtime.memcpyAsync(dst.data.ptr, big.data.ptr, big.nbytes, 3, 0))
     copy_gbs = 2 * big.nbytes / copy_ms / 1e6
     print(f"copy bandwidth {copy_gbs:.1f} GB/s", flush=True)
     # (case, input shape, reduced axes, launch shapes (block_stride, nsplit) to time)
