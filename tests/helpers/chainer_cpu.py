@@ -126,6 +126,17 @@ def assert_gated_like_the_speed_steps(lgpatch: Runner, step: str) -> None:
         assert steps["cupy-reduction-grid/reduction-split-grid"] is selected
 
 
+def assert_gated_to_cudnn_builds_from_cuda_9(lgpatch: Runner, step: str) -> None:
+    """Selected with cuDNN from CUDA 9.0 on, as chainer-cudnn-algo-cache is (no cuDNN: no query to cache)."""
+    for cuda, cudnn, selected in (("13.0", "true", True), ("9.0", "true", True), ("13.0", "false", False),
+                                  ("8.0", "true", False)):
+        r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--param", f"cudnn={cudnn}",
+                    "--json")
+        assert r.code == 0, r.err
+        steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
+        assert steps[step] is selected, (cuda, cudnn, steps)
+
+
 def assert_bench_refuses_a_tree_without(tmp_path: Path, script: str, step: str) -> None:
     """A CPU A/B bench given a work tree whose ledger lacks `step` stops and says so (nothing to compare)."""
     tree = tmp_path / "tree"

@@ -9,13 +9,26 @@ from __future__ import annotations
 
 import re
 import string
+import subprocess
 from pathlib import Path
 
-from helpers import git
+import pytest
+
+from helpers import NVCC, git
+from helpers.ptx_support import apply
 
 PARAMS = ("CArray<{tin}, {in_ndim}> _raw_in0, CArray<{tout}, {out_ndim}> _raw_out0, CIndexer<{in_ndim}> _in_ind, "
           "CIndexer<{out_ndim}> _out_ind, int _block_stride, CArray<unsigned char, 1> _lg_part, "
           "CArray<unsigned int, 1> _lg_count, int _lg_nsplit")
+
+
+def applied_in_order(tmp_path_factory: pytest.TempPathFactory, label: str, *steps: str) -> Path:
+    """The chainer-1.24 recipe applied strictly to the real sdist; `steps` must be in its ledger, in this order."""
+    tree, report = apply(tmp_path_factory.mktemp(label), "chainer-1.24")
+    applied = [a["step"] for a in report["applied"]]
+    assert all(step in applied for step in steps), applied
+    assert [applied.index(step) for step in steps] == sorted(applied.index(step) for step in steps), applied
+    return tree
 
 
 def commit_of(tree: Path, step: str) -> str:
@@ -74,3 +87,16 @@ def python_function(pxi: str, name: str) -> dict:
     namespace: dict = {}
     exec("\n".join(consts) + "\n" + body.group(0), namespace)
     return namespace
+
+
+def assert_compiles(header: str, source: str, tmp_path: Path, kind: str, arch: str) -> None:
+    """nvcc --cubin/--ptx of carray.cuh + a rendered kernel; a PTX must hold the kernel's entry and the split's
+    arrival counter (atom.global.add.u32)."""
+    assert NVCC
+    (tmp_path / "kern.cu").write_text(header + source)
+    proc = subprocess.run([NVCC, f"--{kind}", "-arch", arch, "kern.cu"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, f"nvcc --{kind} -arch {arch} failed:\n{proc.stdout}{proc.stderr}"
+    if kind == "ptx":
+        text = (tmp_path / "kern.ptx").read_text()
+        assert re.search(r"\.entry\s+cupy_\w+", text) and "atom.global.add.u32" in text

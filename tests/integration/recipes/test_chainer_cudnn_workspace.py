@@ -10,15 +10,14 @@ against im2col, the workspace sized to the algorithm, and the fallback with the 
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import git
-from helpers.ptx_support import apply
-from helpers.reduction_template import commit_of, text_at
+from helpers.chainer_cpu import assert_gated_to_cudnn_builds_from_cuda_9
+from helpers.reduction_template import applied_in_order, commit_of, text_at
 
 pytestmark = [pytest.mark.integration]
 
@@ -31,20 +30,11 @@ MIB = 1 << 20
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tree, report = apply(tmp_path_factory.mktemp("cudnn-workspace"), "chainer-1.24")
-    steps = [a["step"] for a in report["applied"]]
-    assert steps.index(ALGO_CACHE) < steps.index(STEP), steps
-    return tree
+    return applied_in_order(tmp_path_factory, "cudnn-workspace", ALGO_CACHE, STEP)
 
 
 def test_gated_like_the_algorithm_cache(lgpatch) -> None:
-    for cuda, cudnn, selected in (("13.0", "true", True), ("9.0", "true", True), ("13.0", "false", False),
-                                  ("8.0", "true", False)):
-        r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--param", f"cudnn={cudnn}",
-                    "--json")
-        assert r.code == 0, r.err
-        steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
-        assert steps[STEP] is selected, (cuda, cudnn, steps)
+    assert_gated_to_cudnn_builds_from_cuda_9(lgpatch, STEP)
 
 
 def test_one_commit_and_every_call_site_sized_by_the_algorithm(tree: Path) -> None:

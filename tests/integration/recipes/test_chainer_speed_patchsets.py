@@ -11,17 +11,15 @@ algo-cache tests read convolution_2d.py as that step left it (chainer-cudnn-work
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy
 import pytest
-from helpers import NVCC, git, reduction_template, requires_nvcc
-from helpers.ptx_support import apply
-from helpers.reduction_template import commit_of, text_at
+from helpers import git, reduction_template, requires_nvcc
+from helpers.chainer_cpu import assert_gated_like_the_speed_steps, assert_gated_to_cudnn_builds_from_cuda_9
+from helpers.reduction_template import applied_in_order, commit_of, text_at
 
 pytestmark = [pytest.mark.integration]
 
@@ -32,9 +30,7 @@ ALGO_CACHE = "chainer-cudnn-algo-cache/conv2d-algo-cache"
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tree, report = apply(tmp_path_factory.mktemp("chainer-speed"), "chainer-1.24")
-    assert STEP in [a["step"] for a in report["applied"]], report["applied"]
-    return tree
+    return applied_in_order(tmp_path_factory, "chainer-speed", STEP)
 
 
 def pxi_at_step(tree: Path) -> str:
@@ -55,11 +51,7 @@ def kernels(tree: Path) -> dict[str, str]:
 
 
 def test_step_is_gated_to_cuda_9_and_newer(lgpatch) -> None:
-    for cuda, selected in (("8.0", False), ("9.0", True), ("13.0", True)):
-        r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--json")
-        assert r.code == 0, r.err
-        steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
-        assert steps[STEP] is selected, (cuda, steps)
+    assert_gated_like_the_speed_steps(lgpatch, STEP)
 
 
 def test_applies_as_one_commit_touching_only_reduction_pxi(tree: Path) -> None:
@@ -72,14 +64,8 @@ def test_applies_as_one_commit_touching_only_reduction_pxi(tree: Path) -> None:
 @pytest.mark.parametrize(("kind", "arch"), [("cubin", "sm_90"), ("ptx", "compute_75")])
 @pytest.mark.parametrize("kernel", ["sum_float", "mean_float16_2d", "argmax_double", "max_float16"])
 def test_patched_template_compiles(tree: Path, tmp_path: Path, kernel: str, kind: str, arch: str) -> None:
-    header = text_at(tree, STEP, "cupy/core/carray.cuh")
-    (tmp_path / "kern.cu").write_text(header + kernels(tree)[kernel])
-    proc = subprocess.run([NVCC, f"--{kind}", "-arch", arch, "kern.cu"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, f"nvcc --{kind} -arch {arch} failed:\n{proc.stdout}{proc.stderr}"
-    if kind == "ptx":
-        text = (tmp_path / "kern.ptx").read_text()
-        assert re.search(r"\.entry\s+cupy_\w+", text) and "atom.global.add.u32" in text
+    reduction_template.assert_compiles(text_at(tree, STEP, "cupy/core/carray.cuh"), kernels(tree)[kernel], tmp_path,
+                                       kind, arch)
 
 
 def reference_split(in_size: int, out_size: int, block_stride: int, block_size: int, sm_count: int) -> int:
@@ -238,13 +224,7 @@ CONV2D = "chainer/functions/connection/convolution_2d.py"
 
 
 def test_algo_cache_is_gated_to_cudnn_builds_from_cuda_9(lgpatch) -> None:
-    for cuda, cudnn, selected in (("13.0", "true", True), ("9.0", "true", True), ("13.0", "false", False),
-                                  ("8.0", "true", False)):
-        r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--param", f"cudnn={cudnn}",
-                    "--json")
-        assert r.code == 0, r.err
-        steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
-        assert steps["chainer-cudnn-algo-cache/conv2d-algo-cache"] is selected, (cuda, cudnn, steps)
+    assert_gated_to_cudnn_builds_from_cuda_9(lgpatch, ALGO_CACHE)
 
 
 def test_algo_cache_applies_to_convolution_2d_only_and_routes_every_query(tree: Path) -> None:

@@ -10,7 +10,6 @@ _J-reading ReductionKernel); the template here is the one a CuPy build of this t
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -19,9 +18,17 @@ from typing import Any
 
 import numpy
 import pytest
-from helpers import NVCC, git, requires_nvcc
-from helpers.ptx_support import apply
-from helpers.reduction_template import commit_of, kernels, python_function, template, text_at
+from helpers import git, requires_nvcc
+from helpers.chainer_cpu import assert_gated_like_the_speed_steps
+from helpers.reduction_template import (
+    applied_in_order,
+    assert_compiles,
+    commit_of,
+    kernels,
+    python_function,
+    template,
+    text_at,
+)
 
 pytestmark = [pytest.mark.integration]
 
@@ -32,10 +39,7 @@ PXI = "cupy/core/reduction.pxi"
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tree, report = apply(tmp_path_factory.mktemp("reduction-layout"), "chainer-1.24")
-    steps = [a["step"] for a in report["applied"]]
-    assert steps.index(GRID) < steps.index(STEP), steps
-    return tree
+    return applied_in_order(tmp_path_factory, "reduction-layout", GRID, STEP)
 
 
 @pytest.fixture(scope="module")
@@ -44,11 +48,7 @@ def pxi(tree: Path) -> str:
 
 
 def test_step_is_gated_to_cuda_9_and_newer(lgpatch) -> None:
-    for cuda, selected in (("13.0", True), ("9.0", True), ("8.0", False)):
-        r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--json")
-        assert r.code == 0, r.err
-        steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
-        assert steps[STEP] is selected, (cuda, steps)
+    assert_gated_like_the_speed_steps(lgpatch, STEP)
 
 
 def test_applies_as_one_commit_on_the_template_and_the_indexer(tree: Path) -> None:
@@ -65,15 +65,8 @@ def test_applies_as_one_commit_on_the_template_and_the_indexer(tree: Path) -> No
 @pytest.mark.parametrize(("kind", "arch"), [("cubin", "sm_90"), ("ptx", "compute_75")])
 @pytest.mark.parametrize("kernel", ["sum_float", "mean_float16_2d", "argmax_double", "max_float16"])
 def test_template_compiles(tree: Path, pxi: str, tmp_path: Path, kernel: str, kind: str, arch: str) -> None:
-    header = text_at(tree, STEP, "cupy/core/carray.cuh")
     source = kernels(pxi, text_at(tree, STEP, "cupy/core/core.pyx"))[kernel]
-    (tmp_path / "kern.cu").write_text(header + source)
-    proc = subprocess.run([NVCC, f"--{kind}", "-arch", arch, "kern.cu"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, f"nvcc --{kind} -arch {arch} failed:\n{proc.stdout}{proc.stderr}"
-    if kind == "ptx":
-        text = (tmp_path / "kern.ptx").read_text()
-        assert re.search(r"\.entry\s+cupy_\w+", text) and "atom.global.add.u32" in text
+    assert_compiles(text_at(tree, STEP, "cupy/core/carray.cuh"), source, tmp_path, kind, arch)
 
 
 # ----------------------------------------------------------------------------------------------- the index model
