@@ -14,6 +14,7 @@ from typing import Any
 
 from legacy_gpu_patch.classify.casefold import LowMatch
 from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MATCH_WINDOW, _strip_raw_prefixes
+from legacy_gpu_patch.classify.located import LocatedIndex
 from legacy_gpu_patch.classify.prepare import LiteralIndex, compile_gate, compile_lowered, lead_machinery, prepared
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
 from legacy_gpu_patch.classify.shapes import MAX_SHAPES, RAW_TO_ZERO, RuleMatch, ShapeCache
@@ -71,6 +72,7 @@ class Matcher:
         prep = prepared(self.rules)
         self._raw_skip, self._lead_steps = lead_machinery(self.rules)
         self._index = prep.index
+        self._located = LocatedIndex(self._index)
         # per rule, strings one of which each match holds (ASCII lines only: lower() is per character there)
         self._factors = prep.factors
         self._no_factors: tuple[Any, ...] = (None,) * len(self._rules)
@@ -157,12 +159,11 @@ class Matcher:
         low = text.lower()
         index = self._index
         held = None
-        if index.compiled():
-            # one search for every prefilter literal (the lead rules' too) and necessary string: the lead steps
-            # test their prefilters against its answer, not with ~25 `in`s (exact: every string `low` holds). Not
-            # before the trie is compiled: a log with few error lines should not pay for compiling it (~25 ms)
-            found = index.found(low)
-            held = index.holds(found)
+        selected: list[int] | None = None  # the rules the line's literals select, where the index answered first
+        if index.compiled():  # not before: a log with few error lines should not pay for compiling it (~25 ms)
+            # every prefilter literal (the lead steps' too) and necessary string `low` holds, in one search (a
+            # located line's path and rest once each: located.py)
+            held, selected = self._located.search(text, low)
         lead = self._lead_first(text, skip, held)
         if lead is not None:
             return lead
@@ -177,7 +178,7 @@ class Matcher:
         first = len(steps) - self._lead
         if plain:
             self.held = held
-        for i in index.rules_of(found):
+        for i in index.rules_of(found) if selected is None else selected:
             if skip and first + i in skip:
                 continue
             need = factors[i]
