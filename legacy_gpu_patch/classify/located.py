@@ -35,30 +35,37 @@ _HAS_DIGIT = re.compile(r"[0-9]")
 MAX_PARTS = 1 << 15  # heads, and rest shapes, kept (each table starts again when full)
 
 _Part = tuple[frozenset[str], frozenset[int]]  # (strings held, rules they select)
+_Head = tuple[frozenset[str], frozenset[int], frozenset[int]]  # and the rules no match of which starts in the path
 
 
 class LocatedIndex:
     """LiteralIndex.holds/rules_of of a located line, from its head and its rest (module docstring)."""
 
-    __slots__ = ("_digits", "_heads", "_rests", "exact", "index")
+    __slots__ = ("_digits", "_groups", "_heads", "_rests", "_starts", "cut", "exact", "index", "starts", "unread")
 
-    def __init__(self, index: LiteralIndex) -> None:
+    def __init__(self, index: LiteralIndex, starts: tuple[tuple[str, ...] | None, ...] = ()) -> None:
         """`index`: searched once its trie is compiled (search() is called only then: the parts are searched with
-        it); what is read of its strings is read at the first search (start-up stays as it was)."""
+        it); what is read of its strings is read at the first search (start-up stays as it was). `starts`: per rule,
+        pathcontext.start_contexts (Prepared.starts)."""
         self.index = index
-        self.exact: bool | None = None
+        self.exact = False
+        self.unread = True
+        self._starts = starts
+        self.cut = 0  # the last line searched: the length of its location's path (0: none)
+        self.starts: frozenset[int] = frozenset()  # and the rules no match of which starts inside that path
         # the strings holding a digit, each with its shape: a rest holds one only where the rest's shape holds that
         self._digits: tuple[tuple[str, str], ...] = ()
-        self._heads: dict[str, _Part] = {}
+        self._heads: dict[str, _Head] = {}
+        self._groups: tuple[tuple[tuple[str, ...], frozenset[int]], ...] = ()  # rules by their start contexts
         # rest shape -> (the digit strings its shape allows, {the ones a rest holds: part})
         self._rests: dict[bytes, tuple[tuple[str, ...], dict[tuple[str, ...], _Part]]] = {}
 
     def search(self, text: str, low: str) -> tuple[frozenset[str], list[int]]:
         """(every string of the index `low` holds, the rules its literals select in priority order) for a line
         `text`, `low` = text.lower(): put together from its parts where it starts with a location."""
-        if self.exact is None:
+        if self.unread:
             self._read()
-        cut = location_path(text) if self.exact else 0
+        cut = self.cut = location_path(text) if self.exact else 0
         if cut:
             return self.answer(low, cut)
         index = self.index
@@ -71,7 +78,8 @@ class LocatedIndex:
         head = low[: cut + 1]
         part = self._heads.get(head)
         if part is None:
-            part = self._part(head, self._heads)
+            part = self._head(head)
+        self.starts = part[2]
         rest = low[cut:]
         shape = rest.encode("utf-8", "surrogatepass").translate(RAW_TO_ZERO)
         entry = self._rests.get(shape)
@@ -84,21 +92,31 @@ class LocatedIndex:
         held_digits = tuple(s for s in allowed if s in rest) if allowed else ()
         other = parts.get(held_digits)
         if other is None:
-            other = parts[held_digits] = self._part(rest, None)
+            other = parts[held_digits] = self._part(rest)
         return part[0] | other[0], sorted(part[1] | other[1])
 
     def _read(self) -> None:
+        self.unread = False
         strings = self.index.contained
         self.exact = not any(_PAST_HEAD.match(s) for s in strings)
         self._digits = tuple((s, s.encode("utf-8", "surrogatepass").translate(RAW_TO_ZERO).decode("utf-8"))
                              for s in strings if _HAS_DIGIT.search(s))
+        groups: dict[tuple[str, ...], set[int]] = {}
+        for i, contexts in enumerate(self._starts):
+            if contexts is not None:
+                groups.setdefault(contexts, set()).add(i)
+        self._groups = tuple((contexts, frozenset(rules)) for contexts, rules in groups.items())
 
-    def _part(self, text: str, table: dict[str, _Part] | None) -> _Part:
+    def _head(self, head: str) -> _Head:
+        """A head's part, and the rules no match of which starts inside its path (none of their contexts in it)."""
+        held, rules = self._part(head)
+        starts = frozenset().union(*(r for contexts, r in self._groups if not any(s in head for s in contexts)))
+        if len(self._heads) >= MAX_PARTS:
+            self._heads.clear()
+        part = self._heads[head] = (held, rules, starts)
+        return part
+
+    def _part(self, text: str) -> _Part:
         index = self.index
         found = index.found(text)
-        part = (index.holds(found), frozenset(index.rules_of(found)))
-        if table is not None:
-            if len(table) >= MAX_PARTS:
-                table.clear()
-            table[text] = part
-        return part
+        return index.holds(found), frozenset(index.rules_of(found))

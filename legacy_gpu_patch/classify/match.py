@@ -27,10 +27,12 @@ SHAPES_AFTER = 64  # lines matched the plain way before the shape cache starts (
 _UNKNOWN: Any = object()  # not read yet (a rule whose pattern gives no strings has None)
 
 
-def _gated_search(entry: tuple[Any, Any, Any], rule: Rule, text: str, low: str, plain: bool) -> RuleMatch | None:
+def _gated_search(entry: tuple[Any, Any, Any], rule: Rule, text: str, low: str, plain: bool, cut: int = 0
+                  ) -> RuleMatch | None:
     """rule's match in `text` (`low`: text.lower(); `plain`: text is ASCII), or None. `entry`: the rule's key gate,
     the gate lowered and its pattern lowered (casefold.py): on an ASCII line the lowered ones search `low` and give
-    the same spans; a gate that finds no key group means the rule cannot match (keygate.py)."""
+    the same spans; a gate that finds no key group means the rule cannot match (keygate.py). `cut`: no match starts
+    in text[1:cut] (located.py, pathcontext.start_contexts): the search is at 0, then from `cut` on."""
     gate, low_gate, low_regex = entry
     if plain and low_gate is not None:
         if low_gate.search(low) is None:
@@ -38,9 +40,9 @@ def _gated_search(entry: tuple[Any, Any, Any], rule: Rule, text: str, low: str, 
     elif gate is not None and gate.search(text) is None:
         return None
     if plain and low_regex is not None:
-        lm = low_regex.search(low)
+        lm = (low_regex.match(low) or low_regex.search(low, cut)) if cut else low_regex.search(low)
         return LowMatch(lm, low_regex, text) if lm else None
-    return rule.regex.search(text)
+    return (rule.regex.match(text) or rule.regex.search(text, cut)) if cut else rule.regex.search(text)
 
 
 def _holds_all(need: tuple[frozenset[str], ...], held: frozenset[str]) -> bool:
@@ -72,7 +74,7 @@ class Matcher:
         prep = prepared(self.rules)
         self._raw_skip, self._lead_steps = lead_machinery(self.rules)
         self._index = prep.index
-        self._located = LocatedIndex(self._index)
+        self._located = LocatedIndex(self._index, prep.starts)
         # per rule, strings one of which each match holds (ASCII lines only: lower() is per character there)
         self._factors = prep.factors
         self._no_factors: tuple[Any, ...] = (None,) * len(self._rules)
@@ -161,8 +163,7 @@ class Matcher:
         held = None
         selected: list[int] | None = None  # the rules the line's literals select, where the index answered first
         if index.compiled():  # not before: a log with few error lines should not pay for compiling it (~25 ms)
-            # every prefilter literal (the lead steps' too) and necessary string `low` holds, in one search (a
-            # located line's path and rest once each: located.py)
+            # every prefilter literal (the lead steps' too) and necessary string `low` holds (located.py)
             held, selected = self._located.search(text, low)
         lead = self._lead_first(text, skip, held)
         if lead is not None:
@@ -178,6 +179,7 @@ class Matcher:
         first = len(steps) - self._lead
         if plain:
             self.held = held
+        cut, starts = (self._located.cut, self._located.starts) if selected is not None else (0, frozenset())
         for i in index.rules_of(found) if selected is None else selected:
             if skip and first + i in skip:
                 continue
@@ -187,7 +189,7 @@ class Matcher:
             entry = searchers[i]
             if entry is _UNKNOWN:  # compiled when the rule is first tried: start-up stays cheap
                 entry = self._searcher(i)
-            m = _gated_search(entry, rules[i], text, low, plain)
+            m = _gated_search(entry, rules[i], text, low, plain, cut if i in starts else 0)
             if m is not None:
                 return first + i, rules[i], m
         return None

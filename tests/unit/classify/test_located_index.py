@@ -21,8 +21,7 @@ from legacy_gpu_patch.classify.located import LocatedIndex
 from legacy_gpu_patch.classify.pathfold import location_path
 from legacy_gpu_patch.classify.prepare import LiteralIndex, prepared
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
-from classify_logs import generate_dense  # noqa: E402 - the bench's own generator
+BENCH = Path(__file__).resolve().parents[3] / "bench"
 
 MORE_PATHS = [*PATHS, "src/csr2csc.cu", "a/int64_t/signal.h", "x/c2664.cpp", "lnk1181.c", "a/137.h",
               "src/cc1plus.cc", "/b/jinja2/ext.py", "z/(9.h"]
@@ -30,6 +29,16 @@ DIGIT_RESTS = ["error: died due to signal 9 here", "error: 'csr2csc' is undefine
                "error: 'int64_t' was not declared", "fatal error: cc1plus: Killed signal 9",
                "error: libfoo.so.1) but linked against (9 x", "error: code: 137", "error: exit status 1370",
                "error: ünïcödé 'cusparseScsr2csc' ß İ", "warning: 0 error(s)"]
+
+
+def generate_dense(path: Path, size: int) -> int:
+    """The bench's error-dense log (bench/classify_logs.py)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from classify_logs import generate_dense as generate  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(BENCH))
+    return generate(path, size)
 
 
 def whole(index: LiteralIndex, low: str) -> tuple[frozenset[str], list[int]]:
@@ -40,7 +49,8 @@ def whole(index: LiteralIndex, low: str) -> tuple[frozenset[str], list[int]]:
 def compiled_index(extra: tuple[str, ...] = ()) -> LiteralIndex:
     rules = load_rules()
     index = prepared(rules).index if not extra else LiteralIndex(rules, [*prepared(rules).index.contained, *extra])
-    index._finder = re.compile(index.source).findall  # type: ignore[arg-type]  # as after PLAIN_LINES searches
+    assert index.source is not None
+    index._finder = re.compile(index.source).findall  # as after PLAIN_LINES searches
     return index
 
 
