@@ -8,12 +8,12 @@ exception rules (warnings about deprecated things, command echoes, ...) decide "
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any
 
 from legacy_gpu_patch.classify.casefold import LowMatch
 from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MATCH_WINDOW, _strip_raw_prefixes
+from legacy_gpu_patch.classify.lead import LeadSteps
 from legacy_gpu_patch.classify.located import LocatedIndex
 from legacy_gpu_patch.classify.prepare import LiteralIndex, compile_gate, compile_lowered, lead_machinery, prepared
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
@@ -60,7 +60,7 @@ def _rule_searchers(rules: RuleSet) -> list[Any]:
     return [_UNKNOWN] * len(rules.rules)
 
 
-class Matcher:
+class Matcher(LeadSteps):
     """The rule set of a classifier, with its fast paths."""
 
     def __init__(self, rules: RuleSet | None = None, use_shapes: bool = True) -> None:
@@ -75,6 +75,7 @@ class Matcher:
         self._raw_skip, self._lead_steps = lead_machinery(self.rules)
         self._index = prep.index
         self._located = LocatedIndex(self._index, prep.starts)
+        self._lead_orders: dict[frozenset[str], tuple[int, ...]] = {}  # _lead_held's steps per index answer
         # per rule, strings one of which each match holds (ASCII lines only: lower() is per character there)
         self._factors = prep.factors
         self._no_factors: tuple[Any, ...] = (None,) * len(self._rules)
@@ -232,55 +233,6 @@ class Matcher:
         if not _prefilter_holds(rule, low):
             return None  # the literal index would not have selected it
         return self._rule_match(i, text, low)
-
-    @staticmethod
-    def _step_match(rule: Rule, group: Any, find: Any, text: str) -> tuple[Rule, re.Match[str]] | None:
-        """A lead step's regex on `text`, its prefilter (where it has one) already passed."""
-        if group is not None:
-            # consecutive exceptions without prefilter, as one regex: which one matched does not matter
-            gm = find(text)
-            if gm:
-                for idx, member in group:
-                    if gm.start(idx) >= 0:
-                        return member, gm
-            return None
-        m = find(text)
-        return (rule, m) if m else None
-
-    def _lead_match(self, text: str) -> Hit | None:
-        found = self._lead_first(text, frozenset(), None)
-        return None if found is None else (found[1], found[2])
-
-    def _lead_first(self, text: str, skip: frozenset[int], held: frozenset[str] | None
-                    ) -> tuple[int, Rule, RuleMatch] | None:
-        """The first lead step that matches; `held`: the index's strings the lowered text holds (None: unknown,
-        each step's prefilter literals are then tested with `in`)."""
-        low = None
-        for j, (rule, group, find) in enumerate(self._lead_steps):
-            if skip and j in skip:
-                continue
-            if group is None and rule.prefilter:
-                if held is not None:
-                    if held.isdisjoint(rule.prefilter):
-                        continue
-                else:
-                    # the prefilter tested inline, not through _prefilter_holds: most steps stop at it (a call
-                    # saved on the hot path; unit_match, off it, calls the function)
-                    if low is None:
-                        low = text.lower()
-                    for lit in rule.prefilter:
-                        if lit in low:
-                            break
-                    else:
-                        continue
-                m = find(text)  # the prefilter passed: what _step_match would do
-                if m:
-                    return j, rule, m
-                continue
-            hit = self._step_match(rule, group, find, text)
-            if hit is not None:
-                return j, hit[0], hit[1]
-        return None
 
     def _match_excluding(self, text: str, header: Rule) -> Hit | None:
         """Like match(), for the joined text of a block: skipping block headers (the one that opened it too)."""

@@ -128,3 +128,21 @@ def test_findings_of_a_dense_log_with_and_without_the_split_are_equal(tmp_path: 
     assert split == plain
     assert split[1] == len(data.splitlines()) // 5  # every error line counted: one line in five
     assert len(split[0]) == 500 and split[2] == split[1] - sum(f["count"] for f in split[0])  # type: ignore[misc]
+
+
+def test_lead_steps_chosen_by_the_index_answer_are_those_the_prefilters_pass(tmp_path: Path) -> None:
+    c = Classifier()
+    index = compiled_index()
+    rnd = random.Random(3)
+    steps = len(c._lead_steps)
+    decided = 0
+    for text in lines_to_check(tmp_path)[::3]:
+        held = index.holds(index.found(text.lower()))
+        skip = frozenset(rnd.sample(range(steps), 2)) if rnd.random() < 0.3 else frozenset()
+        by_answer = c._lead_first(text, skip, held)
+        by_in = c._lead_first(text, skip, None)  # each step's prefilter literals tested with `in`
+        assert (by_answer and (by_answer[0], by_answer[1].id, by_answer[2].regs)) == (
+            by_in and (by_in[0], by_in[1].id, by_in[2].regs)), text
+        decided += by_answer is not None
+    assert decided > 100  # the lead steps decide some of them (warnings, command echoes, progress lines)
+    assert 0 < len(c._lead_orders) < 2000  # one list of steps per distinct answer
