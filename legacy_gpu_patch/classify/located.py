@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 
-from legacy_gpu_patch.classify.pathfold import location_path
 from legacy_gpu_patch.classify.prepare import LiteralIndex
 from legacy_gpu_patch.classify.shapes import RAW_TO_ZERO
 
@@ -41,7 +40,8 @@ _Head = tuple[frozenset[str], frozenset[int], frozenset[int]]  # and the rules n
 class LocatedIndex:
     """LiteralIndex.holds/rules_of of a located line, from its head and its rest (module docstring)."""
 
-    __slots__ = ("_digits", "_groups", "_heads", "_rests", "_starts", "cut", "exact", "index", "starts", "unread")
+    __slots__ = ("_digits", "_groups", "_heads", "_location_path", "_rests", "_starts", "cut", "exact", "index",
+                 "starts", "unread")
 
     def __init__(self, index: LiteralIndex, starts: tuple[tuple[str, ...] | None, ...] = ()) -> None:
         """`index`: searched once its trie is compiled (search() is called only then: the parts are searched with
@@ -65,7 +65,7 @@ class LocatedIndex:
         `text`, `low` = text.lower(): put together from its parts where it starts with a location."""
         if self.unread:
             self._read()
-        cut = self.cut = location_path(text) if self.exact else 0
+        cut = self.cut = self._location_path(text) if self.exact else 0
         if cut:
             return self.answer(low, cut)
         index = self.index
@@ -96,6 +96,9 @@ class LocatedIndex:
         return part[0] | other[0], sorted(part[1] | other[1])
 
     def _read(self) -> None:
+        from legacy_gpu_patch.classify.pathfold import location_path  # here: a log with few error lines needs none
+
+        self._location_path = location_path
         self.unread = False
         strings = self.index.contained
         self.exact = not any(_PAST_HEAD.match(s) for s in strings)

@@ -22,7 +22,6 @@ from legacy_gpu_patch.classify.casefold import lowered
 from legacy_gpu_patch.classify.fastpath import _RAW_PREFIX_FIRST, _anchored, necessary_factors
 from legacy_gpu_patch.classify.keygate import key_gate
 from legacy_gpu_patch.classify.normalize import RAW_PREFIX_RE
-from legacy_gpu_patch.classify.pathcontext import start_contexts
 from legacy_gpu_patch.classify.rules import Rule, RuleSet
 from legacy_gpu_patch.classify.shapes import digit_blind, digit_contexts, literals_blind
 
@@ -213,6 +212,8 @@ def _raw_path_blind(skip: re.Pattern[bytes]) -> bool:
 
 def prepare(rules: RuleSet) -> Prepared:
     """Everything Prepared holds, read from the patterns (every rule's pattern is compiled here)."""
+    from legacy_gpu_patch.classify.pathcontext import start_contexts  # here: a start with the cache filled needs none
+
     plan = _lead_plan(rules.rules, rules.lead)
     gates = []
     for rule in rules.rules:
