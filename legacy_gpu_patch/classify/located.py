@@ -40,8 +40,8 @@ _Head = tuple[frozenset[str], frozenset[int], frozenset[int]]  # and the rules n
 class LocatedIndex:
     """LiteralIndex.holds/rules_of of a located line, from its head and its rest (module docstring)."""
 
-    __slots__ = ("_digits", "_groups", "_heads", "_location_path", "_rests", "_starts", "cut", "exact", "index",
-                 "starts", "unread")
+    __slots__ = ("_digits", "_groups", "_heads", "_location_path", "_pairs", "_rests", "_selected", "_starts", "cut",
+                 "exact", "index", "starts", "unread")
 
     def __init__(self, index: LiteralIndex, starts: tuple[tuple[str, ...] | None, ...] = ()) -> None:
         """`index`: searched once its trie is compiled (search() is called only then: the parts are searched with
@@ -56,6 +56,8 @@ class LocatedIndex:
         # the strings holding a digit, each with its shape: a rest holds one only where the rest's shape holds that
         self._digits: tuple[tuple[str, str], ...] = ()
         self._heads: dict[str, _Head] = {}
+        self._pairs: dict[tuple[frozenset[str], frozenset[str]], frozenset[str]] = {}
+        self._selected: dict[tuple[frozenset[int], frozenset[int]], list[int]] = {}
         self._groups: tuple[tuple[tuple[str, ...], frozenset[int]], ...] = ()  # rules by their start contexts
         # rest shape -> (the digit strings its shape allows, {the ones a rest holds: part})
         self._rests: dict[bytes, tuple[tuple[str, ...], dict[tuple[str, ...], _Part]]] = {}
@@ -93,7 +95,18 @@ class LocatedIndex:
         other = parts.get(held_digits)
         if other is None:
             other = parts[held_digits] = self._part(rest)
-        return part[0] | other[0], sorted(part[1] | other[1])
+        # the unions, one per pair of parts (a few thousand in a build): each part is one object, its hash cached
+        pair = (part[0], other[0])
+        held = self._pairs.get(pair)
+        if held is None:
+            held = self._pairs[pair] = part[0] | other[0]
+        rules = self._selected.get((part[1], other[1]))
+        if rules is None:
+            if len(self._selected) >= MAX_PARTS or len(self._pairs) >= MAX_PARTS:
+                self._selected.clear()
+                self._pairs.clear()
+            rules = self._selected[part[1], other[1]] = sorted(part[1] | other[1])
+        return held, rules
 
     def _read(self) -> None:
         from legacy_gpu_patch.classify.pathfold import location_path  # here: a log with few error lines needs none
