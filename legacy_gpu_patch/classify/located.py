@@ -40,8 +40,8 @@ _Head = tuple[frozenset[str], frozenset[int], frozenset[int]]  # and the rules n
 class LocatedIndex:
     """LiteralIndex.holds/rules_of of a located line, from its head and its rest (module docstring)."""
 
-    __slots__ = ("_digits", "_groups", "_heads", "_location_path", "_pairs", "_rests", "_selected", "_starts", "cut",
-                 "exact", "index", "starts", "unread")
+    __slots__ = ("_contexts", "_digits", "_groups", "_heads", "_location_path", "_pairs", "_rests", "_selected",
+                 "_starts", "cut", "exact", "index", "starts", "unread")
 
     def __init__(self, index: LiteralIndex, starts: tuple[tuple[str, ...] | None, ...] = ()) -> None:
         """`index`: searched once its trie is compiled (search() is called only then: the parts are searched with
@@ -58,7 +58,8 @@ class LocatedIndex:
         self._heads: dict[str, _Head] = {}
         self._pairs: dict[tuple[frozenset[str], frozenset[str]], frozenset[str]] = {}
         self._selected: dict[tuple[frozenset[int], frozenset[int]], list[int]] = {}
-        self._groups: tuple[tuple[tuple[str, ...], frozenset[int]], ...] = ()  # rules by their start contexts
+        self._groups: tuple[tuple[frozenset[str], frozenset[int]], ...] = ()  # rules by their start contexts
+        self._contexts: tuple[str, ...] = ()
         # rest shape -> (the digit strings its shape allows, {the ones a rest holds: part})
         self._rests: dict[bytes, tuple[tuple[str, ...], dict[tuple[str, ...], _Part]]] = {}
 
@@ -121,12 +122,14 @@ class LocatedIndex:
         for i, contexts in enumerate(self._starts):
             if contexts is not None:
                 groups.setdefault(contexts, set()).add(i)
-        self._groups = tuple((contexts, frozenset(rules)) for contexts, rules in groups.items())
+        self._groups = tuple((frozenset(contexts), frozenset(rules)) for contexts, rules in groups.items())
+        self._contexts = tuple({s for contexts in groups for s in contexts})  # each tested once a head
 
     def _head(self, head: str) -> _Head:
         """A head's part, and the rules no match of which starts inside its path (none of their contexts in it)."""
         held, rules = self._part(head)
-        starts = frozenset().union(*(r for contexts, r in self._groups if not any(s in head for s in contexts)))
+        present = {s for s in self._contexts if s in head}
+        starts = frozenset().union(*(r for contexts, r in self._groups if contexts.isdisjoint(present)))
         if len(self._heads) >= MAX_PARTS:
             self._heads.clear()
         part = self._heads[head] = (held, rules, starts)
