@@ -117,3 +117,24 @@ def test_findings_of_a_dense_log_with_and_without_the_skip_are_equal(tmp_path: P
         LocatedIndex._head = original  # type: ignore[method-assign]
     assert skipping == whole
     assert skipping[1] == len(data.splitlines()) // 5
+
+
+def test_a_rule_set_not_shipped_skips_no_path_and_finds_the_same(tmp_path: Path) -> None:
+    """Other rule files are read at every start: their start contexts are not read (~0.12 s), no path is skipped."""
+    from legacy_gpu_patch.classify.rules import rule_files
+
+    own = load_rules(rule_files())  # the shipped files, loaded as a user's rule files are
+    assert not own.shipped and prepared(own).starts == ()
+    dense = tmp_path / "dense.log"
+    generate_dense(dense, 300_000)
+    data = dense.read_bytes()
+    results = []
+    for rules in (own, load_rules()):
+        c = Classifier(rules)
+        c.feed(data)
+        results.append(([f.to_dict() for f in c.close()], c.errors, c.dropped))
+        if rules is own:  # no rule's search skips a path
+            assert c._located._groups == () and not c._located.starts and c._located._heads
+        else:
+            assert c._located.starts
+    assert results[0] == results[1] and results[0][1] > 500
