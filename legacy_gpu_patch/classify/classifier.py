@@ -185,6 +185,9 @@ class Classifier(LineReader):
                 if i < n and cands[i][0] == s:
                     hit = cands[i][1]
                     i += 1
+                elif self._pending is not None and self._progress_ends_pending(block, s):
+                    pos = find(b"\n", s) + 1  # a failing build's commonest line after an error: done with it
+                    continue
                 checked = False
             elif i < n:
                 s, hit = cands[i]

@@ -56,6 +56,19 @@ class LineReader(Collector):
             text = normalize(raw[: MATCH_WINDOW * 2].decode("utf-8", "replace"))
         return self._finish_pending(text, strip_prefixes(head)[:1].encode())
 
+    def _progress_ends_pending(self, block: bytes, s: int) -> bool:
+        """What _line() does with a line holding no trigger that starts with a progress marker, where only the
+        waiting finding wants it (no context being collected, no open block): the finding is recorded as it is
+        (_join_pending), and the line is done. False, and nothing done, for any other line. The marker cannot
+        span a newline, so matching it in the block up to 256 bytes on is matching it in the line."""
+        if block[s : s + 1] != b"[" or self._after_open or self._block is not None:
+            return False
+        if not _PROGRESS_RAW.match(block, s, s + 256):
+            return False
+        self._want -= 1
+        self._finish_pending(None)
+        return True
+
     def _before(self, block: bytes, s: int, n: int) -> Before:
         lo, carry = self._block_start, self._carry_now  # as they are now: read later, when a kept one needs them
         return lambda: _lines_before(block, s, n, lo, carry)

@@ -8,12 +8,13 @@ exception rules (warnings about deprecated things, command echoes, ...) decide "
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any
 
 from legacy_gpu_patch.classify.casefold import LowMatch
 from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MATCH_WINDOW, _strip_raw_prefixes
+from legacy_gpu_patch.classify.lead import LeadSteps
+from legacy_gpu_patch.classify.located import LocatedIndex
 from legacy_gpu_patch.classify.prepare import LiteralIndex, compile_gate, compile_lowered, lead_machinery, prepared
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
 from legacy_gpu_patch.classify.shapes import MAX_SHAPES, RAW_TO_ZERO, RuleMatch, ShapeCache
@@ -26,10 +27,12 @@ SHAPES_AFTER = 64  # lines matched the plain way before the shape cache starts (
 _UNKNOWN: Any = object()  # not read yet (a rule whose pattern gives no strings has None)
 
 
-def _gated_search(entry: tuple[Any, Any, Any], rule: Rule, text: str, low: str, plain: bool) -> RuleMatch | None:
+def _gated_search(entry: tuple[Any, Any, Any], rule: Rule, text: str, low: str, plain: bool, cut: int = 0
+                  ) -> RuleMatch | None:
     """rule's match in `text` (`low`: text.lower(); `plain`: text is ASCII), or None. `entry`: the rule's key gate,
     the gate lowered and its pattern lowered (casefold.py): on an ASCII line the lowered ones search `low` and give
-    the same spans; a gate that finds no key group means the rule cannot match (keygate.py)."""
+    the same spans; a gate that finds no key group means the rule cannot match (keygate.py). `cut`: no match starts
+    in text[1:cut] (located.py, pathcontext.start_contexts): the search is at 0, then from `cut` on."""
     gate, low_gate, low_regex = entry
     if plain and low_gate is not None:
         if low_gate.search(low) is None:
@@ -37,9 +40,9 @@ def _gated_search(entry: tuple[Any, Any, Any], rule: Rule, text: str, low: str, 
     elif gate is not None and gate.search(text) is None:
         return None
     if plain and low_regex is not None:
-        lm = low_regex.search(low)
+        lm = (low_regex.match(low) or low_regex.search(low, cut)) if cut else low_regex.search(low)
         return LowMatch(lm, low_regex, text) if lm else None
-    return rule.regex.search(text)
+    return (rule.regex.match(text) or rule.regex.search(text, cut)) if cut else rule.regex.search(text)
 
 
 def _holds_all(need: tuple[frozenset[str], ...], held: frozenset[str]) -> bool:
@@ -57,7 +60,7 @@ def _rule_searchers(rules: RuleSet) -> list[Any]:
     return [_UNKNOWN] * len(rules.rules)
 
 
-class Matcher:
+class Matcher(LeadSteps):
     """The rule set of a classifier, with its fast paths."""
 
     def __init__(self, rules: RuleSet | None = None, use_shapes: bool = True) -> None:
@@ -71,6 +74,8 @@ class Matcher:
         prep = prepared(self.rules)
         self._raw_skip, self._lead_steps = lead_machinery(self.rules)
         self._index = prep.index
+        self._located = LocatedIndex(self._index, prep.starts)
+        self._lead_orders: dict[frozenset[str], tuple[int, ...]] = {}  # _lead_held's steps per index answer
         # per rule, strings one of which each match holds (ASCII lines only: lower() is per character there)
         self._factors = prep.factors
         self._no_factors: tuple[Any, ...] = (None,) * len(self._rules)
@@ -157,12 +162,10 @@ class Matcher:
         low = text.lower()
         index = self._index
         held = None
-        if index.compiled():
-            # one search for every prefilter literal (the lead rules' too) and necessary string: the lead steps
-            # test their prefilters against its answer, not with ~25 `in`s (exact: every string `low` holds). Not
-            # before the trie is compiled: a log with few error lines should not pay for compiling it (~25 ms)
-            found = index.found(low)
-            held = index.holds(found)
+        selected: list[int] | None = None  # the rules the line's literals select, where the index answered first
+        if index.compiled():  # not before: a log with few error lines should not pay for compiling it (~25 ms)
+            # every prefilter literal (the lead steps' too) and necessary string `low` holds (located.py)
+            held, selected = self._located.search(text, low)
         lead = self._lead_first(text, skip, held)
         if lead is not None:
             return lead
@@ -177,7 +180,8 @@ class Matcher:
         first = len(steps) - self._lead
         if plain:
             self.held = held
-        for i in index.rules_of(found):
+        cut, starts = (self._located.cut, self._located.starts) if selected is not None else (0, frozenset())
+        for i in index.rules_of(found) if selected is None else selected:
             if skip and first + i in skip:
                 continue
             need = factors[i]
@@ -186,7 +190,7 @@ class Matcher:
             entry = searchers[i]
             if entry is _UNKNOWN:  # compiled when the rule is first tried: start-up stays cheap
                 entry = self._searcher(i)
-            m = _gated_search(entry, rules[i], text, low, plain)
+            m = _gated_search(entry, rules[i], text, low, plain, cut if i in starts else 0)
             if m is not None:
                 return first + i, rules[i], m
         return None
@@ -229,55 +233,6 @@ class Matcher:
         if not _prefilter_holds(rule, low):
             return None  # the literal index would not have selected it
         return self._rule_match(i, text, low)
-
-    @staticmethod
-    def _step_match(rule: Rule, group: Any, find: Any, text: str) -> tuple[Rule, re.Match[str]] | None:
-        """A lead step's regex on `text`, its prefilter (where it has one) already passed."""
-        if group is not None:
-            # consecutive exceptions without prefilter, as one regex: which one matched does not matter
-            gm = find(text)
-            if gm:
-                for idx, member in group:
-                    if gm.start(idx) >= 0:
-                        return member, gm
-            return None
-        m = find(text)
-        return (rule, m) if m else None
-
-    def _lead_match(self, text: str) -> Hit | None:
-        found = self._lead_first(text, frozenset(), None)
-        return None if found is None else (found[1], found[2])
-
-    def _lead_first(self, text: str, skip: frozenset[int], held: frozenset[str] | None
-                    ) -> tuple[int, Rule, RuleMatch] | None:
-        """The first lead step that matches; `held`: the index's strings the lowered text holds (None: unknown,
-        each step's prefilter literals are then tested with `in`)."""
-        low = None
-        for j, (rule, group, find) in enumerate(self._lead_steps):
-            if skip and j in skip:
-                continue
-            if group is None and rule.prefilter:
-                if held is not None:
-                    if held.isdisjoint(rule.prefilter):
-                        continue
-                else:
-                    # the prefilter tested inline, not through _prefilter_holds: most steps stop at it (a call
-                    # saved on the hot path; unit_match, off it, calls the function)
-                    if low is None:
-                        low = text.lower()
-                    for lit in rule.prefilter:
-                        if lit in low:
-                            break
-                    else:
-                        continue
-                m = find(text)  # the prefilter passed: what _step_match would do
-                if m:
-                    return j, rule, m
-                continue
-            hit = self._step_match(rule, group, find, text)
-            if hit is not None:
-                return j, hit[0], hit[1]
-        return None
 
     def _match_excluding(self, text: str, header: Rule) -> Hit | None:
         """Like match(), for the joined text of a block: skipping block headers (the one that opened it too)."""

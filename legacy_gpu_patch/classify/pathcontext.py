@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
 from legacy_gpu_patch.classify.pathfold import _STARTS, FOLD_TOKEN, _may_start_in_path, _PastPath, _reads_back, _walk
 
-__all__ = ["PathRead", "path_contexts"]
+__all__ = ["PathRead", "path_contexts", "start_contexts"]
 
 
 class PathRead(NamedTuple):
@@ -160,5 +160,44 @@ def path_contexts(regex: re.Pattern[str]) -> PathRead | None:
         if any(s in token + ":" or s in token + "(" for s in contexts):
             return None  # the folded text's own path would hold one
         return PathRead(tuple(dict.fromkeys(contexts)), pinned)
+    except Exception:  # an internal module: any surprise means "not proven"
+        return None
+
+
+def start_contexts(regex: re.Pattern[str], lowered: str | None = None) -> tuple[str, ...] | None:
+    """start_contexts of `regex` and of its `lowered` twin (casefold.py, searched case-sensitively) together."""
+    if lowered is None:
+        return _start_contexts(regex)
+    both = [_start_contexts(regex), _start_contexts(re.compile(lowered, regex.flags & ~re.IGNORECASE))]
+    return None if None in both else tuple(dict.fromkeys(s for b in both if b is not None for s in b))
+
+
+def _start_contexts(regex: re.Pattern[str]) -> tuple[str, ...] | None:
+    """Strings (lowercased) one of which a match of `regex` that starts inside a location's path, after its first
+    character, holds within the path and the location's `:`/`(`; () where no match can start there; None when not
+    proven. Where a located line's head (path and `:`/`(`) holds none of them, the line's leftmost match is its match
+    at 0, if any, else its leftmost one from the location on (`regex.match(t) or regex.search(t, cut)`, the same
+    match as `regex.search(t)`, for less: sre tries no start inside the path).
+
+    Per top-level alternative: one that starts with `^`/`\\A` matches only at 0 (a line holds no newline); one whose
+    matches cannot start in a path (pathfold's walk) does not start there; one whose matches may start there but
+    must end before the location's first digit holds one of its required strings there (`_inside_path`). Nothing
+    is compared with another text, so look-behinds and `\\b` need no proof here: the walk passes over every
+    zero-width item (the safe side)."""
+    try:
+        tree = list(_sre_parse.parse(regex.pattern, regex.flags))
+        icase = bool(regex.flags & re.IGNORECASE)
+        c = _sre_constants
+        alternatives = [list(a) for a in tree[0][1][1]] if len(tree) == 1 and tree[0][0] is c.BRANCH else [tree]
+        contexts: list[str] = []
+        anchors = [(c.AT, c.AT_BEGINNING_STRING)] + ([] if regex.flags & re.MULTILINE else [(c.AT, c.AT_BEGINNING)])
+        for alt in alternatives:
+            if (alt and alt[0] in anchors) or not _may_start_in_path(alt, icase):
+                continue
+            inside = _inside_path(alt, icase)
+            if inside is None:
+                return None
+            contexts += inside
+        return tuple(dict.fromkeys(contexts))
     except Exception:  # an internal module: any surprise means "not proven"
         return None

@@ -147,6 +147,9 @@ class Prepared:
     lowered: tuple[tuple[Optional[str], Optional[str]], ...] = ()
     # per digit-aware unit, the literal runs through which alone it tells digits apart (shapes.digit_contexts)
     aware_runs: tuple[tuple[int, Optional[tuple[str, ...]]], ...] = ()
+    # per rule, what a match starting inside a location's path holds there, its pattern's and its lowered twin's
+    # (pathcontext.start_contexts; None: not proven, the whole line is searched; () for a rule set not shipped)
+    starts: tuple[Optional[tuple[str, ...]], ...] = ()
 
 
 def _lead_plan(rules: Sequence[Rule], lead: int) -> tuple[LeadStep, ...]:
@@ -209,6 +212,8 @@ def _raw_path_blind(skip: re.Pattern[bytes]) -> bool:
 
 def prepare(rules: RuleSet) -> Prepared:
     """Everything Prepared holds, read from the patterns (every rule's pattern is compiled here)."""
+    from legacy_gpu_patch.classify.pathcontext import start_contexts  # here: a start with the cache filled needs none
+
     plan = _lead_plan(rules.rules, rules.lead)
     gates = []
     for rule in rules.rules:
@@ -225,6 +230,8 @@ def prepare(rules: RuleSet) -> Prepared:
     )
     raw_skip = _raw_skip(rules.rules[: rules.lead])
     factors = tuple(necessary_factors(r.regex) for r in rules.rules)
+    lows = tuple((lowered(r.pattern, r.flags), lowered(*gate) if gate is not None else None)
+                 for r, gate in zip(rules.rules, gates))
     return Prepared(
         # the lead rules' prefilter literals too: plain_match tests them against the index's answer (Matcher.held)
         index=LiteralIndex(rules, [*(s for need in factors if need for one in need for s in sorted(one)),
@@ -236,17 +243,16 @@ def prepare(rules: RuleSet) -> Prepared:
         gates=tuple(gates),
         aware=aware,
         aware_runs=tuple((u, digit_contexts(re.compile(units[u][0], units[u][1]), pre)) for u, pre in aware),
-        lowered=tuple(
-            (lowered(r.pattern, r.flags), lowered(*gate) if gate is not None else None)
-            for r, gate in zip(rules.rules, gates)
-        ),
+        lowered=lows,
+        # read for the shipped rules only, whose reading is cached (~0.12 s): other rule files are read at every start
+        starts=tuple(start_contexts(r.regex, low) for r, (low, _) in zip(rules.rules, lows)) if rules.shipped else (),
     )
 
 
 def _code() -> list[Path]:
     here = Path(__file__).resolve().parent
     return [here / name for name in ("prepare.py", "fastpath.py", "keygate.py", "shapes.py", "normalize.py",
-                                       "casefold.py")]
+                                       "casefold.py", "pathfold.py", "pathcontext.py")]
 
 
 @lru_cache(maxsize=8)

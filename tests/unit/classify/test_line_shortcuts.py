@@ -1,6 +1,7 @@
 """The per-line shortcuts of the error-dense path decide as the long way does (docs/errors.md, "Error-dense work, a
-fourth session"): normalisation of a line no CI prefix can start, the raw progress-line test of a pending join, the
-lead steps gated by the literal index's answer, and the before-context taken once a chunk."""
+fourth session" and "a sixth session"): normalisation of a line no CI prefix can start, the raw progress-line test of
+a pending join, the lead steps gated by the literal index's answer, the before-context taken once a chunk, and the
+progress line that ends a pending finding handled in the scan loop."""
 
 from __future__ import annotations
 
@@ -84,3 +85,45 @@ def test_before_context_across_chunks_is_unchanged(chunk: int) -> None:
     assert cut[:3] == whole[:3]
     assert len(whole[4]) > 20
     assert [f["context"] for f in cut[4]] == [f["context"] for f in whole[4]]
+
+
+def _pending_heavy_log(seed: int) -> bytes:
+    """Errors that wait one line (generic, 72+ characters, cut mid-word), each followed by a progress line, a CMake
+    block, a wrapped continuation or another error; few enough distinct ones that after-context is collected."""
+    rnd = random.Random(seed)
+    errors = [b"/src/a/x%d.cpp:%d:3: error: expected ';' before '}' token" % (i % 7, i) for i in range(40)]
+    errors += [b"src/sparse.cu(42): error: identifier \"cusparseScs", b"/s/k.cu(9): error: identifier \"cusparse",
+               b"error: command 'gcc' failed with exit status 1 while building the extension module torch._C now",
+               b"CMake Error at CMakeLists.txt:12 (find_package):", b"  Could not find CUDA"]
+    nexts = [b"[%d/99] Building CXX object x.o", b"[ %d%%] Linking CXX shared library libx.so", b"rmm2\" is undefined",
+             b"[%d/4] Building", b"[1/2]x", b"[abc] not progress", b"", b"  indented %d", b"make: *** [all] Error 2"]
+    out = []
+    for _error in range(3000):
+        out.append(rnd.choice(errors))
+        for _ in range(rnd.choice([1, 1, 1, 2, 4])):
+            nxt = rnd.choice(nexts)
+            out.append(nxt % rnd.randint(1, 99) if b"%" in nxt else nxt)
+    return b"\n".join(out) + b"\n"
+
+
+@pytest.mark.parametrize("chunk", [4 << 20, 4099])
+def test_a_progress_line_ending_a_pending_finding_in_the_scan_loop_is_the_long_way(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    logs = [_pending_heavy_log(1), _pending_heavy_log(2), *bench_logs(tmp_path, 300_000), messy_log(4, 300_000)]
+    logs += [p.read_bytes() for p in sorted(FIXTURES.rglob("*.log"))]
+    taken = 0
+    original = linereader.LineReader._progress_ends_pending
+
+    def counted(self: linereader.LineReader, block: bytes, s: int) -> bool:
+        nonlocal taken
+        done = original(self, block, s)
+        taken += done
+        return done
+
+    monkeypatch.setattr(linereader.LineReader, "_progress_ends_pending", counted)
+    shortcut = [summary(classify_stream(io.BytesIO(d), Classifier(), chunk=chunk)) for d in logs]
+    assert taken > 2000  # the shortcut is exercised
+    monkeypatch.setattr(linereader.LineReader, "_progress_ends_pending", lambda self, block, s: False)
+    long_way = [summary(classify_stream(io.BytesIO(d), Classifier(), chunk=chunk)) for d in logs]
+    assert shortcut == long_way
+    assert any(f["context"]["after"] for s in long_way for f in s[4])  # after-context was collected too
