@@ -133,13 +133,19 @@ def _inside_path(items: list[Any], icase: bool) -> tuple[str, ...] | None:
     return _required(items)
 
 
+def _top_alternatives(regex: re.Pattern[str]) -> tuple[list[list[Any]], bool]:
+    """`regex`'s parse tree as its top-level alternatives (one when it has no top-level `|`), and whether it
+    ignores case."""
+    tree = list(_sre_parse.parse(regex.pattern, regex.flags))
+    branch = len(tree) == 1 and tree[0][0] is _sre_constants.BRANCH
+    alternatives = [list(a) for a in tree[0][1][1]] if branch else [tree]
+    return alternatives, bool(regex.flags & re.IGNORECASE)
+
+
 def path_contexts(regex: re.Pattern[str]) -> PathRead | None:
     """How `regex` reads a located line (module docstring), or None when not proven."""
     try:
-        tree = list(_sre_parse.parse(regex.pattern, regex.flags))
-        icase = bool(regex.flags & re.IGNORECASE)
-        c = _sre_constants
-        alternatives = [list(a) for a in tree[0][1][1]] if len(tree) == 1 and tree[0][0] is c.BRANCH else [tree]
+        alternatives, icase = _top_alternatives(regex)
         contexts: list[str] = []
         pinned = False
         for alt in alternatives:
@@ -185,10 +191,8 @@ def _start_contexts(regex: re.Pattern[str]) -> tuple[str, ...] | None:
     is compared with another text, so look-behinds and `\\b` need no proof here: the walk passes over every
     zero-width item (the safe side)."""
     try:
-        tree = list(_sre_parse.parse(regex.pattern, regex.flags))
-        icase = bool(regex.flags & re.IGNORECASE)
+        alternatives, icase = _top_alternatives(regex)
         c = _sre_constants
-        alternatives = [list(a) for a in tree[0][1][1]] if len(tree) == 1 and tree[0][0] is c.BRANCH else [tree]
         contexts: list[str] = []
         anchors = [(c.AT, c.AT_BEGINNING_STRING)] + ([] if regex.flags & re.MULTILINE else [(c.AT, c.AT_BEGINNING)])
         for alt in alternatives:
