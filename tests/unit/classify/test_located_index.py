@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from test_pathfold import FIXTURES, PATHS, TAILS
+from test_shapes import classified
 
 from legacy_gpu_patch.classify.classifier import Classifier, load_rules, normalize
 from legacy_gpu_patch.classify.located import LocatedIndex
@@ -111,23 +112,19 @@ def test_findings_of_a_dense_log_with_and_without_the_split_are_equal(tmp_path: 
     generate_dense(dense, 1 << 20)
     data = dense.read_bytes()
 
-    def classified() -> tuple[list[dict[str, object]], int, int]:
-        c = Classifier()
-        c.feed(data)
-        return [f.to_dict() for f in c.close()], c.errors, c.dropped
-
-    split = classified()
+    split = classified(data)
     original = LocatedIndex.search
     try:
         def unsplit(self: LocatedIndex, text: str, low: str) -> tuple[frozenset[str], list[int]]:
             return whole(self.index, low)
         LocatedIndex.search = unsplit  # type: ignore[method-assign]
-        plain = classified()
+        plain = classified(data)
     finally:
         LocatedIndex.search = original  # type: ignore[method-assign]
     assert split == plain
-    assert split[1] == len(data.splitlines()) // 5  # every error line counted: one line in five
-    assert len(split[0]) == 500 and split[2] == split[1] - sum(f["count"] for f in split[0])  # type: ignore[misc]
+    findings, (errors, _, dropped, _) = split
+    assert errors == len(data.splitlines()) // 5  # every error line counted: one line in five
+    assert len(findings) == 500 and dropped == errors - sum(f["count"] for f in findings)
 
 
 def test_lead_steps_chosen_by_the_index_answer_are_those_the_prefilters_pass(tmp_path: Path) -> None:
