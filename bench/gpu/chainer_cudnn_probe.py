@@ -3,7 +3,7 @@
 
     PYTHONPATH=DIR python bench/gpu/chainer_cudnn_probe.py [--workspaces-mib 8 32 128 512] [--json FILE]
 
-DIR is a `pip install --target` folder of the patched Chainer wheel. Two parts:
+DIR is a `pip install --target` folder of the patched Chainer wheel. Three parts:
 
 1. Workspace: `chainer.cuda.set_max_workspace_size` is the one cuDNN setting Chainer 1.24 has (no autotune: it asks
    cuDNN's heuristics for the fastest algorithm that fits the limit; the default is 8 MiB). For each limit, the
@@ -12,6 +12,8 @@ DIR is a `pip install --target` folder of the patched Chainer wheel. Two parts:
 2. Host cost per layer at batch 1: each layer of the inspection CNN alone, with and without cuDNN where Chainer
    1.24 offers both (`use_cudnn=`), timed as enqueue throughput (no synchronisation inside the loop: kernels this
    small finish before the host issues the next, so the wall time per call is the host's).
+3. One batch-1 convolution's host time split: Chainer's whole call, the four descriptors, cuDNN's
+   convolutionForward and addTensor alone.
 """
 
 from __future__ import annotations
@@ -46,6 +48,15 @@ def _median_ms(step, sync, iters: int, rounds: int, sync_each: bool) -> float:
     return statistics.median(times)
 
 
+def _timed_row(label, steps: dict, sync, rounds: int) -> dict:
+    """Median ms of each inference (batch 1 synchronized every iteration, as chainer_speed.py times it)."""
+    row: dict = {"workspace_mib": label}
+    for name, step in steps.items():
+        b1 = name.endswith("b1")
+        row[name] = round(_median_ms(step, sync, 200 if b1 else 40, rounds, sync_each=b1), 4)
+    return row
+
+
 def workspace_sweep(limits_mib: list[int], rounds: int) -> list[dict]:
     import numpy
     from chainer import cuda
@@ -56,26 +67,18 @@ def workspace_sweep(limits_mib: list[int], rounds: int) -> list[dict]:
     steps = {name: cases[name]() for name in ("inspection_infer_b1", "inspection_infer_b32")}
     rows = []
     if hasattr(cuda, "_lg_workspace_size_set"):  # chainer-cudnn-workspace: its default, before any set call
-        row = {"workspace_mib": "default"}
-        for name, step in steps.items():
-            b1 = name.endswith("b1")
-            row[name] = round(_median_ms(step, sync, 200 if b1 else 40, rounds, sync_each=b1), 4)
-        row["workspace_bytes"] = sorted(f"x{list(key[2])} {key[1]} algo {key[-1]}: {size}"
-                                        for key, size in convolution_2d._lg_workspace_sizes.items())
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        rows.append(_timed_row("default", steps, sync, rounds))
+        rows[-1]["workspace_bytes"] = sorted(f"x{list(key[2])} {key[1]} algo {key[-1]}: {size}"
+                                             for key, size in convolution_2d._lg_workspace_sizes.items())
+        print(json.dumps(rows[-1]), flush=True)
     for limit in limits_mib:
         cuda.set_max_workspace_size(limit * MIB)
-        row: dict = {"workspace_mib": limit}
-        for name, step in steps.items():
-            b1 = name.endswith("b1")
-            row[name] = round(_median_ms(step, sync, 200 if b1 else 40, rounds, sync_each=b1), 4)
-        row["forward_algorithms"] = sorted(
+        rows.append(_timed_row(limit, steps, sync, rounds))
+        rows[-1]["forward_algorithms"] = sorted(
             f"x{list(key[2])} W{list(key[3])}: algo {algo}"
             for key, algo in convolution_2d._lg_algorithms.items()
             if key[1] == "fwd" and key[-1] == limit * MIB)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        print(json.dumps(rows[-1]), flush=True)
     cuda.set_max_workspace_size(8 * MIB)
     return rows
 
