@@ -33,6 +33,11 @@ SHAPES_AXES = [  # (shape, axis): few outputs with a long reduced axis, and the 
     ((6272, 1024), 1), ((6272, 300), -1), ((1000, 7), 1), ((7, 1000), 0), ((33, 16), 0),
     # ... and its indexer division by multiply and shift (>= 8 elements a thread): 3-D and 4-D indexers.
     ((16, 8, 64, 64), (0, 2)), ((64, 3, 4096), (0, 2)), ((3, 5, 7, 11, 13), (1, 3)),
+    # ... and its rows layout (session 9): rows of 8 to 8192 (fewer lanes than a warp, a warp a row, several
+    # warps a row), few rows (a split with most of the group unused), two trailing reduced axes, odd lengths.
+    ((1000, 8), 1), ((1000, 9), 1), ((777, 31), 1), ((5000, 64), 1), ((65, 1000), 1), ((8, 1024), 1),
+    ((3, 2048), 1), ((64, 8192), 1), ((97, 16384), 1), ((64, 32, 32), (1, 2)), ((7, 3, 1023), (1, 2)),
+    ((2, 50, 4097), 2),
 ]
 
 
@@ -136,7 +141,9 @@ def check_views(c: Checker, cupy, rng) -> None:
     strides, and a view it does not recognise keeps CuPy 1.24's launch."""
     x = ints(rng, (1024, 6272), "f")
     g = cupy.asarray(x)
-    for what, gv, xv in (("T", g.T, x.T), ("[:, ::2]", g[:, ::2], x[:, ::2]), ("[::3]", g[::3], x[::3])):
+    f = cupy.asfortranarray(g)  # its reduced axis 0 is the contiguous one: the rows layout
+    for what, gv, xv in (("T", g.T, x.T), ("[:, ::2]", g[:, ::2], x[:, ::2]), ("[::3]", g[::3], x[::3]),
+                         ("Fortran order", f, x)):
         for axis in (0, 1, None):
             c.same(f"sum view {what} axis={axis}", gv.sum(axis=axis).get(), xv.sum(axis=axis, dtype="d"))
         c.same(f"argmax view {what} axis=0", gv.argmax(axis=0).get(), xv.argmax(axis=0))

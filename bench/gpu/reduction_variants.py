@@ -9,9 +9,11 @@ DIR is a `pip install --target` folder of lgpatch's Chainer wheel (its CuPy comp
 _get_simple_reduction_kernel renders it). Variants: the template as it is, and with the input indexer's
 per-element division by each dimension's size replaced by a multiply-and-shift with divisors computed once per
 thread (Granlund-Montgomery), each checked against NumPy. Per shape it runs the launch shapes worth comparing
-(block_stride: outputs per block; nsplit: blocks per group of outputs) and prints median milliseconds and the
-share of the device-to-device copy bandwidth measured in the same run (bytes = the input, read once). Its first
-run (docs/gpu-proofs.md, session 8, call 5) took the copy from CuPy's own copy kernel, a quarter of it.
+(block_stride: outputs per block; nsplit: blocks per group of outputs; for a template that reads bit 16 of
+_block_stride, also the rows layout: each output's lanes neighbouring threads) and prints median milliseconds and
+the share of the device-to-device copy bandwidth measured in the same run (bytes = the input, read once). A
+template that already divides by multiply and shift is timed as it is. Its first run (docs/gpu-proofs.md,
+session 8, call 5) took the copy from CuPy's own copy kernel, a quarter of it.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ __device__ __forceinline__ void _lg_index_set(CIndexer<N>& ind, const _lg_udiv* 
 def header(cupy_dir: Path) -> str:
     """carray.cuh with a read accessor for an indexer's sizes (CIndexer<0> answers 1)."""
     text = (cupy_dir / "core" / "carray.cuh").read_text()
+    if "_lg_shape" in text:  # a build with cupy-reduction-layout has it already
+        return text
     general = "class CIndexer {\nprivate:\n  int size_;\n  int shape_[ndim];\n  int index_[ndim];\n\npublic:\n"
     assert general in text, "carray.cuh: CIndexer not as expected"
     text = text.replace(general, general + "  __device__ int _lg_shape(int dim) const { return shape_[dim]; }\n")
@@ -145,43 +149,53 @@ def main() -> int:
     copy_ms = median_ms(cupy, lambda: cupy.cuda.runtime.memcpyAsync(dst.data.ptr, big.data.ptr, big.nbytes, 3, 0))
     copy_gbs = 2 * big.nbytes / copy_ms / 1e6
     print(f"copy bandwidth {copy_gbs:.1f} GB/s", flush=True)
-    # (case, input shape, reduced axes, launch shapes (block_stride, nsplit) to time)
+    # (case, input shape, reduced axes, launch shapes (block_stride, nsplit, rows layout) to time). The rows layout
+    # (bit 16 of _block_stride) exists only in templates that read it.
+    rows = "_block_stride & 0x10000" in template(pxi, False)
     cases = [
-        ("last-axis sum 65536x1024", (65536, 1024), (1,), [(1, 1), (2, 1), (4, 1), (8, 1), (16, 1)]),
+        ("last-axis sum 65536x1024", (65536, 1024), (1,),
+         [(4, 1, False), (8, 1, False), (16, 1, False)] + ([(4, 1, True), (8, 1, True), (16, 1, True),
+                                                             (32, 1, True)] if rows else [])),
+        ("last-axis sum 6272x1024", (6272, 1024), (1,),
+         [(8, 1, False)] + ([(8, 1, True), (16, 1, True)] if rows else [])),
+        ("last-axis sum 65536x1000", (65536, 1000), (1,),
+         [(8, 1, False)] + ([(8, 1, True), (16, 1, True)] if rows else [])),
         ("axes (0,2) sum 32x64x32768 (= axes (0,2,3) of 32x64x128x256)", (32, 64, 32768), (0, 2),
-         [(1, 9), (1, 18), (1, 4)]),
-        ("first-axis sum 65536x1024", (65536, 1024), (0,), [(32, 17), (32, 8), (16, 33)]),
+         [(1, 9, False), (1, 18, False), (1, 36, False), (1, 72, False)]),
+        ("first-axis sum 65536x1024", (65536, 1024), (0,), [(32, 17, False), (32, 8, False)]),
     ]
-    rows = []
+    # A template that already divides by multiply and shift (cupy-reduction-layout) is timed as it is.
+    fastdivs = [False, True] if "_in_ind.set(_j);" in template(pxi, False) else [False]
+    results = []
     for case, shape, axes, launches in cases:
-        x = big.reshape(shape)
+        x = big[:int(numpy.prod(shape))].reshape(shape)
         kept = tuple(d for d in range(len(shape)) if d not in axes)
         xt = x.transpose(axes + kept)
         out_shape = tuple(shape[d] for d in kept)
         want = cupy.asnumpy(x).sum(axis=axes, dtype="d")
-        for fastdiv in (False, True):
+        for fastdiv in fastdivs:
             name = f"lg_variant_{'fastdiv' if fastdiv else 'as_is'}"
             source = head + kernel_source(pxi, fastdiv, xt.ndim, name)
             kern = cupy.cuda.compile_with_cache(source).get_function(name)
-            for stride, nsplit in launches:
+            for stride, nsplit, by_rows in launches:
                 out = cupy.empty(out_shape, numpy.float32)
                 groups = -(-out.size // stride)
                 grid = groups * nsplit if nsplit > 1 else min(groups, 65536)
-                kargs = [xt, out, Indexer(xt.shape), Indexer(out_shape), numpy.int32(stride), part, count,
-                         numpy.int32(nsplit)]
+                kargs = [xt, out, Indexer(xt.shape), Indexer(out_shape), numpy.int32(stride | (by_rows << 16)),
+                         part, count, numpy.int32(nsplit)]
 
                 def launch(kern=kern, grid=grid, kargs=kargs):
                     kern((grid,), (512,), kargs, shared_mem=32 * 512)
                 ms = median_ms(cupy, launch)
                 ok = bool(numpy.array_equal(cupy.asnumpy(out), want.astype(numpy.float32)))
                 row = {"case": case, "fastdiv": fastdiv, "block_stride": stride, "nsplit": nsplit,
-                       "ms": round(ms, 4), "pct_of_copy": round(100 * x.nbytes / ms / 1e6 / copy_gbs, 1),
-                       "equal_to_numpy": ok}
-                rows.append(row)
+                       "rows_layout": by_rows, "ms": round(ms, 4),
+                       "pct_of_copy": round(100 * x.nbytes / ms / 1e6 / copy_gbs, 1), "equal_to_numpy": ok}
+                results.append(row)
                 print(json.dumps(row), flush=True)
     if args.json:
-        args.json.write_text(json.dumps({"copy_gbs": copy_gbs, "sm_count": sm, "rows": rows}, indent=1))
-    return 0 if all(r["equal_to_numpy"] for r in rows) else 1
+        args.json.write_text(json.dumps({"copy_gbs": copy_gbs, "sm_count": sm, "rows": results}, indent=1))
+    return 0 if all(r["equal_to_numpy"] for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ def kernels(pxi: str, core: str) -> dict[str, str]:
 
 def python_function(pxi: str, name: str) -> dict:
     """A plain-Python `def` of reduction.pxi and the module's integer _LG_ constants, exec'd into a namespace."""
-    consts = re.findall(r"^(_LG_[A-Z_]+ = \d+)", pxi, re.M)
+    consts = re.findall(r"^(_LG_[A-Z_]+ = (?:0x[0-9a-fA-F]+|\d+))[ \t]*(?:#.*)?$", pxi, re.M)
     body = re.search(rf"^def {name}\(.*?(?=^\S)", pxi, re.S | re.M)
     assert consts and body, name
     namespace: dict = {}

@@ -115,7 +115,8 @@ def argmax_reduce(a, b):
 def test_index_mapping_model_gives_numpy_results(pxi: str) -> None:
     kernel = template(pxi)
     for expr in ("int _lg_lanes = ${block_size} / _block_stride;",
-                 "int _J_offset = _tid / _block_stride + _lg_slice * _lg_lanes;",
+                 "int _J_offset = (_lg_rows ? _tid % _lg_lanes : _tid / _block_stride) +\n"
+                 "                      _lg_slice * _lg_lanes;",
                  "int _J_stride = _lg_lanes * _lg_nsplit;",
                  "for (; _j + 3 * _j_stride < _in_ind.size();\n             _j += 4 * _j_stride, _J += 4 * _J_stride)",
                  "for (; _j < _in_ind.size(); _j += _j_stride, _J += _J_stride)",
@@ -191,20 +192,23 @@ def old_stride(in_size: int, out_size: int) -> int:
     return max(1, 512 // (1 << int.bit_length(int(in_size // out_size - 1))))
 
 
-LAYOUTS = [  # (shape, reduced axes, the view, block_stride wanted)
+ROWS = 0x10000  # bit 16 of the kernel's _block_stride: the rows layout
+
+LAYOUTS = [  # (shape, reduced axes, the view, the kernel's _block_stride wanted)
     ((6272, 1024), (0,), "C", 32),    # x.sum(axis=0): 32 neighbouring outputs a block
     ((300, 40), (0,), "C", 32),
-    ((6272, 1024), (1,), "C", 8),     # rows of 1024: 8 a block, 16 elements a thread
-    ((6272, 300), (1,), "C", 8),
-    ((6272, 2048), (1,), "C", 4),
-    ((6272, 4096), (1,), "C", 2),
-    ((64, 8192), (1,), "C", 1),       # long rows keep one output a block
+    ((6272, 1024), (1,), "C", 32 | ROWS),  # rows of 1024: 32 a block in the rows layout, 64 elements a thread
+    ((6272, 300), (1,), "C", 32 | ROWS),
+    ((6272, 2048), (1,), "C", 16 | ROWS),
+    ((6272, 4096), (1,), "C", 8 | ROWS),
+    ((64, 8192), (1,), "C", 4 | ROWS),
+    ((64, 32768), (1,), "C", 1),      # long rows keep one output a block (both layouts are the same then)
     ((8, 64, 56, 56), (0, 2, 3), "C", 1),
-    ((1000, 7), (1,), "C", 64),       # short rows: CuPy 1.24's stride already larger
+    ((1000, 7), (1,), "C", 64),       # rows shorter than 8: CuPy 1.24's stride, interleaved
     ((17, 31), (0,), "C", 16),        # fewer than 32 neighbours: CuPy 1.24's stride
     ((16, 1024), (0,), "C", 32),      # reduced length <= 16: CuPy 1.24's stride (32) already
-    ((6272, 1024), (0,), "F", 1),     # column-major: the reduced axis is contiguous but long
-    ((1024, 6272), (0,), "T", 8),     # a transpose: its reduced axis is the contiguous one
+    ((6272, 1024), (0,), "F", 4 | ROWS),  # column-major: the reduced axis is the contiguous one, 6272 long
+    ((1024, 6272), (0,), "T", 32 | ROWS),  # a transpose: its reduced axis is the contiguous one
     ((1024, 6272), (1,), "T", 32),    # ... and here its kept axis
     ((1024, 6272), (0,), "every other column", 1),
 ]
@@ -221,7 +225,9 @@ def test_block_stride_follows_the_layout_and_never_goes_below_cupy_124s(pxi: str
         start = old_stride(a.size, out_size)
         got = rule([t], len(axis), start, a.size, out_size)
         assert got == want, (shape, axis, view, got)
-        assert got >= start and got & (got - 1) == 0
+        stride = got & 0xFFFF
+        assert stride >= start and stride & (stride - 1) == 0 and got in (stride, stride | ROWS)
+        assert not got & ROWS or stride > 1  # one output a block has one layout
     # The first array argument counts; no array or a full reduction: CuPy 1.24's stride. A broadcast row's
     # strides (0, 4) say its outputs are neighbours, which they are.
     a = transposed(numpy.zeros((6272, 1024), "f"), (0,))
@@ -231,8 +237,50 @@ def test_block_stride_follows_the_layout_and_never_goes_below_cupy_124s(pxi: str
     wide = numpy.broadcast_to(numpy.zeros(1024, "f"), (6272, 1024))
     assert rule([wide], 1, 1, wide.size, 1024) == 32
     assert rule([numpy.zeros(10, "f")], 1, 1, 6272 * 1024, 1024) == 1  # not the indexer's size: not recognised
-    assert pxi.count("block_stride = _lg_layout_block_stride(\n            in_args, len(axis), block_stride,") == 2
+    # Both call sites give the kernel the argument and keep the plain stride for the split and the launch.
+    assert pxi.count("kernel_stride = _lg_layout_block_stride(\n            in_args, len(axis), block_stride,") == 2
+    assert pxi.count("block_stride = kernel_stride & _LG_STRIDE_MASK\n") == 2
+    assert pxi.count("in_args, out_args, in_indexer, out_indexer, kernel_stride,\n") == 2
+    assert "_LG_ROWS = 0x10000\n_LG_STRIDE_MASK = 0xffff\n" in pxi
 
+
+def rows_layout(tid: int, stride: int, block_size: int) -> tuple[int, int, int]:
+    """(output in the group, lane, shared-memory slot) of thread `tid` in the rows layout, per the template."""
+    lanes = block_size // stride
+    return tid // lanes, tid % lanes, (tid % lanes) * stride + tid // lanes
+
+
+def interleaved_layout(tid: int, stride: int) -> tuple[int, int, int]:
+    return tid % stride, tid // stride, tid
+
+
+def test_rows_layout_fills_the_interleaved_layouts_slots_and_reads_rows_by_warps(pxi: str) -> None:
+    kernel = template(pxi)
+    for expr in ("const bool _lg_rows = (_block_stride & 0x10000) != 0;\n      _block_stride &= 0xffff;",
+                 "long long _j =\n            (_lg_rows ? _i_base + (int)(_tid / _lg_lanes) : _i) + _j_offset;",
+                 "_sdata[_lg_rows ? (_tid % _lg_lanes) * _block_stride +\n"
+                 "                                _tid / _lg_lanes\n                          : _tid] = _s;"):
+        assert expr in kernel, expr
+    # The mask comes before anything reads _block_stride.
+    assert kernel.index("_block_stride &= 0xffff;") < kernel.index("int _lg_lanes = ${block_size} / _block_stride;")
+    for block_size in (64, 512):
+        for stride in (2, 4, 8, 16, 32, 64):
+            rows = [rows_layout(t, stride, block_size) for t in range(block_size)]
+            # A bijection onto the slots, each slot holding the (output, lane) the interleaved layout puts there:
+            # the tree, the split and the output see the same values in the same places.
+            assert sorted(r[2] for r in rows) == list(range(block_size))
+            for output, lane, slot in rows:
+                assert interleaved_layout(slot, stride)[:2] == (output, lane)
+            # A warp's threads serve one output with consecutive lanes (consecutive _J: neighbours in a row), or
+            # whole rows' lanes when a row has fewer than 32.
+            lanes = block_size // stride
+            for warp in range(block_size // 32):
+                members = rows[32 * warp:32 * warp + 32]
+                if lanes >= 32:
+                    assert len({m[0] for m in members}) == 1
+                    assert [m[1] for m in members] == list(range(members[0][1], members[0][1] + 32))
+                else:
+                    assert len({m[0] for m in members}) == 32 // lanes
 
 def test_split_launch_has_a_block_per_group_and_slice(pxi: str) -> None:
     """ceil(outputs / block_stride) * split blocks, which the kernel maps to (group, slice) pairs."""
