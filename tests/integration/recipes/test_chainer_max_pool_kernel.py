@@ -11,7 +11,6 @@ On the GPU, bench/gpu/chainer_pool_check.py runs the same comparisons for real a
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
