@@ -514,3 +514,82 @@ def test_bench_check_script_parses_and_names_the_flag(tree: Path) -> None:
     script = (REPO / "bench" / "gpu" / "chainer_pool_check.py").read_text()
     compile(script, "chainer_pool_check.py", "exec")
     assert "_lg_fast_max_pool" in script and "_lg_fast_max_pool = True" in text_at(tree, STEP, POOL)
+
+
+LAUNCH = """
+from chainer.functions.pooling import max_pooling_2d as mp
+made, launches = {}, []
+
+
+class Memory:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+class Array:
+    \"\"\"What the launch code reads of a CuPy array: shape, dtype, size and the device pointer.\"\"\"
+    def __init__(self, name, shape, dtype):
+        self.shape, self.dtype = tuple(shape), numpy.dtype(dtype)
+        self.size = int(numpy.prod(self.shape))
+        self.data = Memory(4096 * (len(made) + 1))
+        made[self.data.ptr] = (name, self.dtype.name, list(self.shape))
+
+
+class Cupy:
+    names = iter(["y", "argmax", "gx"])
+
+    @staticmethod
+    def ascontiguousarray(a):
+        return a
+
+    @staticmethod
+    def empty(shape, dtype):
+        return Array(next(Cupy.names), shape, dtype)
+
+
+def kernels(dtype, kh, kw):
+    def launcher(kind):
+        def launch(grid, block, args):
+            launches.append({"kind": kind, "grid": list(grid), "block": list(block), "key": [dtype, kh, kw],
+                             "args": [made[a][0] if type(a) is int else [type(a).__name__, int(a)] for a in args]})
+        return launch
+    return launcher("fwd"), launcher("bwd")
+
+
+mp.cuda.cupy = Cupy
+mp._lg_pool_kernels = kernels
+x = Array("x", (2, 3, 7, 9), "float16")
+y, argmax = mp._lg_forward(x, 2, 3, (3, 3))  # cover_all=False: the last row of x in no window
+gx = mp._lg_backward(x, Array("gy", (2, 3, 3, 3), "float16"), argmax, 2, 3)
+print(json.dumps({"launches": launches, "arrays": sorted(made.values())}))
+"""
+
+
+def kernel_params(source: str, name: str) -> list[str]:
+    found = re.search(rf"void {name}\((.*?)\)", source, re.S)
+    assert found, name
+    return [p.split()[-1] for p in found.group(1).split(",")]
+
+
+def test_launches_pass_what_the_kernels_declare(trees: ChainerTrees, sources: dict[str, str]) -> None:
+    """The launch code, run against recording stand-ins for CuPy's arrays and the compiled kernels: the arguments
+    in the order and with the widths the kernels' signatures declare (pointers, then int32 sizes), and a grid that
+    gives every window (forward) and every kh x kw block of gx (backward) one thread."""
+    got = run_chainer(trees, trees.patched, LAUNCH)
+    assert got["arrays"] == [["argmax", "int8", [2, 3, 3, 3]], ["gx", "float16", [2, 3, 7, 9]],
+                             ["gy", "float16", [2, 3, 3, 3]], ["x", "float16", [2, 3, 7, 9]],
+                             ["y", "float16", [2, 3, 3, 3]]]
+    fwd, bwd = got["launches"]
+    assert fwd["key"] == bwd["key"] == ["e", 2, 3]
+    values = {"h": 7, "w": 9, "out_h": 3, "out_w": 3, "n_out": 54, "bands": 4, "groups": 3, "n_blocks": 72}
+    for launch, name in ((fwd, "lgpatch_max_pool_fwd"), (bwd, "lgpatch_max_pool_bwd")):
+        params = kernel_params(sources["e_2_3"], name)
+        assert len(launch["args"]) == len(params), (name, params)
+        for param, arg in zip(params, launch["args"]):
+            if param in values:
+                assert arg == ["int32", values[param]], (name, param, arg)
+            else:
+                assert arg == param, (name, param, arg)  # the array of the parameter's name
+        threads = values["n_out" if launch is fwd else "n_blocks"]
+        (blocks,), (block,) = launch["grid"], launch["block"]
+        assert (blocks - 1) * block < threads <= blocks * block
