@@ -11,7 +11,7 @@ y and gx equal to Chainer's GPU kernels (same rule: first of equal values, a NaN
 y and gx equal to the CPU path in windows without NaN, and NaN there where the window has one (NumPy propagates);
 y equal to cuDNN's in windows without NaN and full; gx equal to cuDNN's on distinct values; the new kernels were
 the ones run (the Function kept its int8 offsets). Reported, not failed: cuDNN's y on NaN windows and partial
-(cover_all) windows, and cuDNN's gx on ties (cuDNN documents neither). One JSON line per case, then "N/N passed";
+(cover_all) windows, and cuDNN's gx on ties (Chainer pins neither down). One JSON line per case, then "N/N passed";
 exit status 1 when a check failed.
 """
 
