@@ -14,6 +14,11 @@ DIR is a `pip install --target` folder of the patched Chainer wheel. Three parts
    small finish before the host issues the next, so the wall time per call is the host's).
 3. One batch-1 convolution's host time split: Chainer's whole call, the four descriptors, cuDNN's
    convolutionForward and addTensor alone.
+4. `--parts torch` (a process of its own, without DIR on PYTHONPATH: torch and CuPy 1.24 each load their own
+   CUDA libraries): the same batch-1 layers in torch, timed the same way, i.e. the host floor torch's dispatcher
+   and cuDNN frontend reach for the same kernels.
+
+`--parts` picks among workspace, layers, conv, torch (default: the first three).
 """
 
 from __future__ import annotations
@@ -169,14 +174,48 @@ def conv_call_parts(rounds: int) -> list[dict]:
     return rows
 
 
+def torch_layer_host_costs(rounds: int) -> list[dict]:
+    """Part 1's batch-1 layers in torch (inference mode, the image's torch), as enqueue throughput."""
+    import torch
+    import torch.nn.functional as tf
+
+    sync = torch.cuda.synchronize
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(1, 32, 224, 224, device="cuda", generator=gen)
+    small = torch.randn(1, 128, 28, 28, device="cuda", generator=gen)
+    conv = torch.nn.Conv2d(32, 64, 3, padding=1).cuda()
+    layers = {
+        "conv3x3 32->64 224x224 torch": lambda: conv(x),
+        "relu 1x32x224x224 torch": lambda: tf.relu(x),
+        "max_pool 2 1x32x224x224 torch": lambda: tf.max_pool2d(x, 2),
+        "relu 1x128x28x28 torch": lambda: tf.relu(small),
+        "max_pool 2 1x128x28x28 torch": lambda: tf.max_pool2d(small, 2),
+        "average_pool 28 1x128x28x28 torch": lambda: tf.avg_pool2d(small, 28),
+        "torch.empty 1x64x224x224": lambda: torch.empty((1, 64, 224, 224), device="cuda"),
+    }
+    rows = []
+    with torch.inference_mode():
+        for name, step in layers.items():
+            enqueue = _median_ms(step, sync, 300, rounds, sync_each=False)
+            synced = _median_ms(step, sync, 300, rounds, sync_each=True)
+            rows.append({"layer": name, "enqueue_us": round(enqueue * 1e3, 1),
+                         "synchronized_us": round(synced * 1e3, 1)})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspaces-mib", type=int, nargs="+", default=[8, 32, 128, 512, 2048])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--parts", nargs="+", choices=["workspace", "layers", "conv", "torch"],
+                        default=["workspace", "layers", "conv"])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    report = {"workspace": workspace_sweep(args.workspaces_mib, args.rounds),
-              "layers_b1": layer_host_costs(args.rounds), "conv_parts_b1": conv_call_parts(args.rounds)}
+    parts = {"workspace": lambda: workspace_sweep(args.workspaces_mib, args.rounds),
+             "layers": lambda: layer_host_costs(args.rounds), "conv": lambda: conv_call_parts(args.rounds),
+             "torch": lambda: torch_layer_host_costs(args.rounds)}
+    report = {name: parts[name]() for name in args.parts}
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     return 0

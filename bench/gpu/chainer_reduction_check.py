@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """CuPy 1.24's reductions (lgpatch's build) against NumPy on the GPU: dtypes, axes, keepdims, empty inputs, sizes
 around the cupy-reduction-grid thresholds (one block per output vs several), NaN, ties for argmax/argmin, split
-reductions alternating between streams; and convolution_2d with cuDNN called repeatedly and with another
-workspace limit (chainer-cudnn-algo-cache) against the im2col path.
+reductions alternating between streams; convolution_2d with cuDNN called repeatedly and with another
+workspace limit (chainer-cudnn-algo-cache) against the im2col path; and cuDNN convolution, max-pool, ReLU and
+softmax with descriptors made once per shape and thread (chainer-cudnn-host-cache) against the CPU path.
 
     PYTHONPATH=DIR python3 bench/gpu/chainer_reduction_check.py --label after --json check-after.json
 
@@ -252,6 +253,50 @@ def check_conv_algo_cache(c: Checker, cupy, rng) -> None:
         guard(c, f"conv {xs}*{ws}", functools.partial(one, xs, ws, stride, pad))
 
 
+def check_cudnn_host_cache(c: Checker, cupy, rng) -> None:
+    """chainer-cudnn-host-cache: convolution (forward and gradients), max-pool, ReLU and softmax through cuDNN with
+    descriptors made once per shape, for shapes that come back after others, against Chainer's CPU path; the same
+    from a second thread (its own table); ReLU over more shapes than the table holds (it stays bounded)."""
+    import threading
+
+    import chainer
+    import chainer.functions as F
+    from cupy import cudnn
+    if not hasattr(cudnn, "_lg_descriptor_cache"):
+        return
+
+    def layers(x, w, b, xp):
+        vx, vw, vb = (chainer.Variable(xp.asarray(a)) for a in (x, w, b))
+        h = F.relu(F.convolution_2d(vx, vw, vb, pad=1))
+        y = F.softmax(F.reshape(F.max_pooling_2d(h, 2), (x.shape[0], -1)))
+        y.grad = xp.asarray(numpy.cos(numpy.arange(y.data.size, dtype="f")).reshape(y.shape))
+        y.backward()
+        return [cupy.asnumpy(a) for a in (y.data, vx.grad, vw.grad, vb.grad)]
+
+    def one(shape: tuple, label: str) -> None:
+        x, w = rng.randn(*shape).astype("f"), (0.1 * rng.randn(8, shape[1], 3, 3)).astype("f")
+        b = rng.randn(8).astype("f")
+        want = layers(x, w, b, numpy)
+        for name, got, ref in zip(("y", "gx", "gW", "gb"), layers(x, w, b, cupy), want):
+            c.same(f"cudnn host cache {label} {shape} {name}", got, ref, atol=1e-2 * float(abs(ref).max()))
+
+    for shape in ((1, 3, 16, 16), (2, 3, 17, 19), (1, 3, 16, 16), (4, 5, 8, 8), (2, 3, 17, 19)):
+        guard(c, f"cudnn host cache {shape}", functools.partial(one, shape, "main thread"))
+    thread = threading.Thread(target=guard, args=(c, "cudnn host cache thread",
+                                                  functools.partial(one, (1, 3, 16, 16), "second thread")))
+    thread.start()
+    thread.join()
+    limit = cudnn._LG_DESCRIPTOR_LIMIT
+    for n in range(1, limit + 40):
+        x = rng.randn(1, 1, 1, n).astype("f")
+        if n % 97 == 1:
+            c.same(f"cudnn relu 1x1x1x{n} with the table filling", F.relu(chainer.Variable(cupy.asarray(x))).data.get(),
+                   numpy.maximum(x, 0))
+        else:
+            F.relu(chainer.Variable(cupy.asarray(x)))
+    c.same("cudnn descriptor table bounded", len(cudnn._lg_descriptor_cache()) <= limit, True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--label", default="chainer")
@@ -272,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     for part in (lambda: check_lengths(c, cupy, rng), lambda: check_dtypes(c, cupy, rng),
                  lambda: check_axes(c, cupy, rng), lambda: check_views(c, cupy, rng),
                  lambda: check_empty_and_kernels(c, cupy), lambda: check_conv_workspace(c, cupy, rng),
-                 lambda: check_conv_algo_cache(c, cupy, rng)):
+                 lambda: check_conv_algo_cache(c, cupy, rng), lambda: check_cudnn_host_cache(c, cupy, rng)):
         try:
             part()
         except Exception as exc:
