@@ -107,7 +107,7 @@ def check_case(run: Run, rng, shape, dtype: str, k, cover_all: bool, kind: str, 
     gy = rng.randint(1, 9, size=(shape[0], shape[1], oh, ow)).astype(dtype)
     case = {"shape": list(shape), "dtype": dtype, "ksize": [kh, kw], "cover_all": cover_all, "data": kind}
     checks: dict[str, bool] = {}
-    info: dict[str, bool] = {}
+    info: dict[str, object] = {}
     y, gx, taken = run(x, gy, k, cover_all, "fast")
     checks["fast_path_taken"] = taken
     cy, cgx, c_taken = run(x, gy, k, cover_all, "chainer-gpu")
@@ -121,7 +121,11 @@ def check_case(run: Run, rng, shape, dtype: str, k, cover_all: bool, kind: str, 
         if not has_nan.any():
             checks["gx_eq_cpu"] = same(gx, pgx)
     dy, dgx, _ = run(x, gy, k, cover_all, "cudnn")
-    checks["y_eq_cudnn_full_windows_without_nan"] = same(y, dy, ~has_nan & ~partial)
+    # A window of nothing but -inf: Chainer's paths and NumPy give -inf; what cuDNN gives is recorded, not checked.
+    all_minus_inf = ~has_nan & numpy.isneginf(numpy.asarray(y, "d"))
+    checks["y_eq_cudnn_full_windows_without_nan"] = same(y, dy, ~has_nan & ~partial & ~all_minus_inf)
+    if all_minus_inf.any():
+        info["cudnn_y_in_all_minus_inf_windows"] = sorted({float(v) for v in numpy.asarray(dy, "d")[all_minus_inf]})
     if partial.any():
         info["y_eq_cudnn_partial_windows"] = same(y, dy, partial & ~has_nan)
     if has_nan.any():
@@ -166,7 +170,9 @@ def timings(chainer, cupy, mp) -> list[dict]:
     F, sync = chainer.functions, cupy.cuda.Device().synchronize
     src = cupy.arange(1 << 26, dtype=numpy.float32)
     dst = cupy.empty_like(src)
-    t_copy = time_step(lambda: cupy.copyto(dst, src), sync)
+    # cudaMemcpyAsync device to device (kind 3): the copy bandwidth chainer_speed.py measures (CuPy 1.24's copyto
+    # is an elementwise kernel, slower than the copy engine's path).
+    t_copy = time_step(lambda: cupy.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes, 3, 0), sync)
     copy_gbs = 2 * src.nbytes / t_copy / 1e9
     rows = []
     for shape in LARGE:
