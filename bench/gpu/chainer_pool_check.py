@@ -11,8 +11,10 @@ y and gx equal to Chainer's GPU kernels (same rule: first of equal values, a NaN
 y and gx equal to the CPU path in windows without NaN, and NaN there where the window has one (NumPy propagates);
 y equal to cuDNN's in windows without NaN and full; gx equal to cuDNN's on distinct values; the new kernels were
 the ones run (the Function kept its int8 offsets). Reported, not failed: cuDNN's y on NaN windows and partial
-(cover_all) windows, and cuDNN's gx on ties (Chainer pins neither down). One JSON line per case, then "N/N passed";
-exit status 1 when a check failed.
+(cover_all) windows, cuDNN's y on windows of nothing but -inf, and cuDNN's gx on ties (Chainer pins neither
+down). One JSON line per case, then "N/N passed"; exit status 1 when a check failed. Timing (unless --skip-timing):
+fwd + bwd of the large shapes for both paths, then the speed bench's CNN inferences with the new path on and off
+in alternating rounds of one process.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy
 
@@ -198,6 +201,34 @@ def timings(chainer, cupy, mp) -> list[dict]:
     return rows
 
 
+def workload_ab(chainer, cupy, mp, rounds: int = 8) -> list[dict]:
+    """The speed bench's CNN inferences (bench/gpu/_speed_workloads.py) with the fast path on and off in
+    alternating rounds of one process, so that host and memory-pool noise land on both: the pooling's share of a
+    whole network, which the interleaved bench measures only across builds."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _speed_workloads import chainer_cases
+
+    sync = cupy.cuda.Device().synchronize
+    rows = []
+    for name in ("inspection_infer_b32", "vgg_infer_b32", "inspection_infer_b1"):
+        step = chainer_cases(numpy.random.RandomState(0))[name]()
+        samples: dict[str, list[float]] = {"fast": [], "cudnn": []}
+        for _ in range(rounds):
+            for path in ("fast", "cudnn"):
+                mp._lg_fast_max_pool = path == "fast"
+                try:
+                    samples[path].append(time_step(step, sync, repeats=5, batch=10))
+                finally:
+                    mp._lg_fast_max_pool = True
+        row = {"workload": name, "rounds": rounds}
+        for path, values in samples.items():
+            row[f"{path}_ms_median"] = round(statistics.median(values) * 1e3, 4)
+            row[f"{path}_ms_range"] = [round(min(values) * 1e3, 4), round(max(values) * 1e3, 4)]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", help="write all cases and timings here")
@@ -225,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         passed += bool(case["ok"])
         results.append(case)
         print(json.dumps(case), flush=True)
-    rows = [] if args.skip_timing else timings(chainer, cupy, mp)
+    rows = [] if args.skip_timing else timings(chainer, cupy, mp) + workload_ab(chainer, cupy, mp)
     for row in rows:
         print(json.dumps(row), flush=True)
     print(f"{passed}/{total} passed")
