@@ -1,0 +1,167 @@
+"""Known lines: a candidate line whose raw shape was decided before is taken without decoding, normalising or
+matching it again.
+
+An error-dense log's error lines are mostly of shapes already seen (113,000 lines, 20,300 shapes on the bench's
+52 MB log), and each cost ~12 us of Python on the long way: the raw fast path's test, the decode, normalize(), the
+shape's own bytes and look-up in the shape cache, the match read off its spans, a waiting finding (an object, and
+the next line's test that ends it), the count. Most of that is the same for every line of a *raw shape* (the raw
+bytes, every ASCII digit 1-9 written 0, as Matcher._raw_skipped keys its decisions). So, per raw shape, what the
+long way did is kept once (`KnownLines._learn_known`), and a line of that shape costs one `translate`, one dict
+look-up and, where it is a finding, the count (`KnownLines._known_line`).
+
+What is kept, and why it is exact:
+
+- SKIP: the raw fast path decides the shape (Matcher._raw_skipped keys the same shape; it caches only where the
+  rules allow it, `Prepared.raw_blind`).
+- a *plain* shape (`plain_shape`): normalize() leaves every line of it as it is (ASCII, a first character no CI
+  prefix starts with, no colour, `\\r`, backquote, `%]`, glued object name or ASCII localized word, nothing to
+  strip); none of what it tests is a digit, so a line has it exactly where its shape has it. The text of such a
+  line is its decoded bytes, and the text's shape (shapes.shape_of) is the raw shape itself.
+- for a plain shape whose shape-cache entry decides every line of the shape alike (no digit-aware unit to try
+  first, no digit context the decision needs: shapes.ShapeCache.match then returns the entry's rule and spans
+  without a test, or no hit): NOTHING where that is no rule or an exception, else (rule, regex, spans, whether the
+  finding waits for the next line). A block rule, a long line (read on a window) and every other shape take the
+  long way each time (SLOW).
+
+A waiting finding (a generic reading or a line a CI may have wrapped) whose next line is a progress line holding no
+trigger, with nothing else open, is recorded at once and that line passed over: what the next loop turn would do
+(LineReader._progress_ends_pending), without the waiting object. tests/unit/classify/test_known_lines.py compares
+findings, counts and contexts with the long way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from legacy_gpu_patch.classify.casefold import SpanMatch
+from legacy_gpu_patch.classify.collect import WRAP_MIN, _Pending
+from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
+from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW, LineReader
+from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, shape_of
+
+__all__ = ["NOTHING", "SKIP", "SLOW", "KnownLines", "plain_shape"]
+
+SKIP = "skip"  # decided on the raw bytes (a command echo, include chain or progress line)
+NOTHING = "nothing"  # no finding: no rule matches, or an exception does
+SLOW = "slow"  # the long way, every time
+
+_UNPREFIXED = frozenset(c.encode() for c in UNPREFIXED_FIRST)
+_SPACE = frozenset(b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")  # what str.strip() takes of ASCII
+_REWRITTEN = (b"\x1b", b"\r", b"`", b"%]", b"ehler", b"rreur", b"rrore")  # what makes normalize() change a line
+
+
+def plain_shape(raw: bytes) -> bool:
+    """Whether normalize() leaves every line of raw's shape as it is (module docstring; no digit is tested)."""
+    if not raw or not raw.isascii() or raw[:1] not in _UNPREFIXED or raw[-1] in _SPACE:
+        return False
+    for piece in _REWRITTEN:
+        if piece in raw:
+            return False
+    return not (raw[:1] in b"BLGCS" and (b".o/" in raw or b".obj" in raw or b".o\\" in raw))
+
+
+def _decision(entry: Any, low_key: bytes) -> Any:
+    """What a shape-cache entry decides for every line of a plain shape (`low_key`: the shape, lowered) that holds
+    none of the strings returned with it: NOTHING, SLOW or (rule or None, regex, spans, waits, strings, key span).
+
+    ShapeCache.match tries an aware unit on a line only where the line holds one of its runs (a unit without runs is
+    always tried: SLOW), and reads the entry's spans off where the line holds none of its `needs`; a line that holds
+    such a string has its shape hold that string's shape, so only those are kept that the shape holds."""
+    first, worth, rule, regex, spans, needs = entry
+    tests: list[str] = list(needs)
+    for _, runs in worth:
+        if not runs:
+            return SLOW
+        tests += runs
+    kept = tuple(t for t in dict.fromkeys(tests) if shape_of(t) in low_key)
+    if rule is None or regex is None or rule.exception:
+        if rule is None and first != _END:
+            return SLOW  # an aware unit decided the learnt line: not every line of the shape alike
+        return (None, None, (), False, kept, None) if kept else NOTHING
+    if rule.block is not None:
+        return SLOW
+    return (rule, regex, spans, rule.generic or len(low_key) >= WRAP_MIN, kept, _key_span(rule, regex, spans))
+
+
+def _key_span(rule: Any, regex: Any, spans: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:
+    """The span of the finding's key in every line of the shape (Collector._record: the first key group that took
+    some text), or None (the key is then read off the line's location)."""
+    for g in rule.key_groups:
+        start, end = spans[g if isinstance(g, int) else regex.groupindex[g]]
+        if start >= 0 and end > start:
+            return start, end
+    return None
+
+
+class KnownLines(LineReader):
+    """The per-raw-shape decisions of a Classifier (which calls _learn_known and _known_line from its scan)."""
+
+    _known: dict[bytes, Any] | None  # raw shape -> SKIP, NOTHING, SLOW or an entry (_decision)
+
+    def _learn_known(self, key: bytes, raw: bytes) -> None:
+        """Keep what the long way decided for `raw` (just taken), by its raw shape `key`, where it holds for all of
+        them; nothing where the shape cache has not decided the shape (it starts after a few lines)."""
+        known = self._known
+        raw_shapes = self._raw_shapes
+        if known is None or raw_shapes is None:
+            return
+        skipped = raw_shapes.get(key)
+        if skipped is None:
+            return  # not the shape _raw_skipped just decided (its table started again): nothing known
+        if skipped:
+            found: Any = SKIP
+        elif len(raw) > MATCH_WINDOW or not plain_shape(raw):
+            found = SLOW
+        else:
+            shapes = self._shapes
+            entry = shapes.entries.get(key) if shapes is not None else None
+            if entry is None:
+                return
+            found = _decision(entry, key.lower())
+        if len(known) >= MAX_SHAPES:
+            known.clear()
+        known[key] = found
+
+    def _known_line(self, found: tuple[Any, ...], lineno: int, raw: bytes, block: bytes, s: int, nxt: int,
+                    progress_next: bool) -> int:
+        """Take a line of a known plain shape (block[s:nxt - 1] = `raw`) as Collector._classify would; returns where
+        the scan goes on: `nxt`, or past the next line where it is a progress line that ends the waiting finding
+        (`progress_next`: it holds no trigger, is whole in the chunk and starts with `[`); -1, with nothing done,
+        where the line holds one of the entry's digit strings (then the long way decides it)."""
+        rule, regex, spans, waits, tests, key_span = found
+        text = raw.decode("ascii")
+        if tests:
+            low = text.lower()
+            for t in tests:
+                if t in low:
+                    return -1
+        if rule is None:
+            return nxt
+        if waits:
+            if self._pending is not None:
+                self._finish_pending(None)
+            if not (progress_next and not self._after_open and self._block is None
+                    and _PROGRESS_RAW.match(block, nxt, nxt + 256)):
+                self._pending = _Pending(rule, lineno, text, self._before(block, s, self.context_before),
+                                         SpanMatch(regex, text, spans))
+                self._want = max(self._want, 1)
+                return nxt
+            # the progress line ends the waiting finding, recorded as it is, and is done with
+            self._want = max(self._want, 1) - 1
+            nxt = block.find(b"\n", nxt) + 1
+        if key_span is not None and not self.on_finding:
+            # Collector._record where it keeps nothing (the caps reached): the counts alone
+            finding = self._findings.get((rule.id, text[key_span[0] : key_span[1]]))
+            if (len(self._findings) >= self.max_findings if finding is None
+                    else len(finding.occurrences) >= self.max_occurrences):
+                if rule.severity == "error":
+                    self.errors += 1
+                else:
+                    self.warnings += 1
+                if finding is None:
+                    self.dropped += 1
+                else:
+                    finding.count += 1
+                return nxt
+        self._record(rule, SpanMatch(regex, text, spans), lineno, text, self._before(block, s, self.context_before))
+        return nxt
