@@ -14,14 +14,16 @@ What is kept, and why it is exact:
 - SKIP: the raw fast path decides the shape (Matcher._raw_skipped keys the same shape; it caches only where the
   rules allow it, `Prepared.raw_blind`).
 - a *plain* shape (`plain_shape`): normalize() leaves every line of it as it is (ASCII, a first character no CI
-  prefix starts with, no colour, `\\r`, backquote, `%]`, glued object name or ASCII localized word, nothing to
-  strip); none of what it tests is a digit, so a line has it exactly where its shape has it. The text of such a
-  line is its decoded bytes, and the text's shape (shapes.shape_of) is the raw shape itself.
-- for a plain shape whose shape-cache entry decides every line of the shape alike (no digit-aware unit to try
-  first, no digit context the decision needs: shapes.ShapeCache.match then returns the entry's rule and spans
-  without a test, or no hit): NOTHING where that is no rule or an exception, else (rule, regex, spans, whether the
-  finding waits for the next line). A block rule, a long line (read on a window) and every other shape take the
-  long way each time (SLOW).
+  prefix starts with, no colour, `\\r`, `%]`, glued object name or ASCII localized word, nothing to strip), or
+  changes only each backquote to a quote (a linker's `` `sym' ``: *quoted*); none of what it tests is a digit, so a
+  line has it exactly where its shape has it. The text of such a line is its decoded bytes (backquotes changed),
+  and the text's shape (shapes.shape_of) is the raw shape (backquotes changed).
+- for a plain shape whose shape-cache entry decides every line of the shape alike once the line holds none of a
+  few digit strings (shapes.ShapeCache.match tries an aware unit only on a line that holds one of its runs, and
+  reads the entry's spans off a line that holds none of its `needs`): those strings (the ones the shape can hold)
+  and NOTHING where the decision is no rule or an exception, else the rule, regex, spans, whether the finding
+  waits for the next line and the span of its key. A line holding one of the strings, a block rule, a long line
+  (read on a window), an aware unit without runs and every other shape take the long way (SLOW).
 
 A waiting finding (a generic reading or a line a CI may have wrapped) whose next line is a progress line holding no
 trigger, with nothing else open, is recorded at once and that line passed over: what the next loop turn would do
@@ -39,7 +41,7 @@ from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW, LineReader
 from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, shape_of
 
-__all__ = ["NOTHING", "SKIP", "SLOW", "KnownLines", "plain_shape"]
+__all__ = ["NOTHING", "PLAIN", "QUOTED", "SKIP", "SLOW", "KnownLines", "plain_shape"]
 
 SKIP = "skip"  # decided on the raw bytes (a command echo, include chain or progress line)
 NOTHING = "nothing"  # no finding: no rule matches, or an exception does
@@ -47,20 +49,46 @@ SLOW = "slow"  # the long way, every time
 
 _UNPREFIXED = frozenset(c.encode() for c in UNPREFIXED_FIRST)
 _SPACE = frozenset(b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")  # what str.strip() takes of ASCII
-_REWRITTEN = (b"\x1b", b"\r", b"`", b"%]", b"ehler", b"rreur", b"rrore")  # what makes normalize() change a line
+_REWRITTEN = (b"\x1b", b"\r", b"%]", b"ehler", b"rreur", b"rrore")  # what makes normalize() rewrite more
+PLAIN, QUOTED = 1, 2  # plain_shape(): normalize() leaves the line as it is; it changes each backquote to a quote
 
 
-def plain_shape(raw: bytes) -> bool:
-    """Whether normalize() leaves every line of raw's shape as it is (module docstring; no digit is tested)."""
+def plain_shape(raw: bytes) -> int:
+    """PLAIN where normalize() leaves every line of raw's shape as it is, QUOTED where it changes only each backquote
+    to a quote (a linker's `sym'), else 0 (module docstring; no digit is tested)."""
     if not raw or not raw.isascii() or raw[:1] not in _UNPREFIXED or raw[-1] in _SPACE:
-        return False
+        return 0
     for piece in _REWRITTEN:
         if piece in raw:
-            return False
-    return not (raw[:1] in b"BLGCS" and (b".o/" in raw or b".obj" in raw or b".o\\" in raw))
+            return 0
+    if raw[:1] in b"BLGCS" and (b".o/" in raw or b".obj" in raw or b".o\\" in raw):
+        return 0
+    return QUOTED if b"`" in raw else PLAIN
 
 
-def _decision(entry: Any, low_key: bytes) -> Any:
+_TESTS: dict[tuple[Any, Any], tuple[tuple[str, bytes], ...] | None] = {}  # per (worth, needs): strings, shapes
+
+
+def _strings(worth: Any, needs: Any) -> tuple[tuple[str, bytes], ...] | None:
+    """The strings of an entry's aware units and needs, each with its shape; None where a unit is always tried."""
+    found = _TESTS.get((worth, needs), ())
+    if found == ():
+        tests: list[str] = list(needs)
+        for _, runs in worth:
+            if not runs:
+                tests = []
+                found = None
+                break
+            tests += runs
+        else:
+            found = tuple((t, shape_of(t)) for t in dict.fromkeys(tests))
+        if len(_TESTS) >= MAX_SHAPES:
+            _TESTS.clear()
+        _TESTS[(worth, needs)] = found
+    return found
+
+
+def _decision(entry: Any, low_key: bytes, quoted: bool) -> Any:
     """What a shape-cache entry decides for every line of a plain shape (`low_key`: the shape, lowered) that holds
     none of the strings returned with it: NOTHING, SLOW or (rule or None, regex, spans, waits, strings, key span).
 
@@ -68,19 +96,18 @@ def _decision(entry: Any, low_key: bytes) -> Any:
     always tried: SLOW), and reads the entry's spans off where the line holds none of its `needs`; a line that holds
     such a string has its shape hold that string's shape, so only those are kept that the shape holds."""
     first, worth, rule, regex, spans, needs = entry
-    tests: list[str] = list(needs)
-    for _, runs in worth:
-        if not runs:
-            return SLOW
-        tests += runs
-    kept = tuple(t for t in dict.fromkeys(tests) if shape_of(t) in low_key)
+    strings = _strings(worth, needs) if worth or needs else ()
+    if strings is None:
+        return SLOW
+    kept = tuple(t for t, shape in strings if shape in low_key)
     if rule is None or regex is None or rule.exception:
         if rule is None and first != _END:
             return SLOW  # an aware unit decided the learnt line: not every line of the shape alike
-        return (None, None, (), False, kept, None) if kept else NOTHING
+        return (None, None, (), False, kept, None, quoted) if kept else NOTHING
     if rule.block is not None:
         return SLOW
-    return (rule, regex, spans, rule.generic or len(low_key) >= WRAP_MIN, kept, _key_span(rule, regex, spans))
+    return (rule, regex, spans, rule.generic or len(low_key) >= WRAP_MIN, kept, _key_span(rule, regex, spans),
+            quoted)
 
 
 def _key_span(rule: Any, regex: Any, spans: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:
@@ -110,14 +137,15 @@ class KnownLines(LineReader):
             return  # not the shape _raw_skipped just decided (its table started again): nothing known
         if skipped:
             found: Any = SKIP
-        elif len(raw) > MATCH_WINDOW or not plain_shape(raw):
+        elif len(raw) > MATCH_WINDOW or not (plain := plain_shape(raw)):
             found = SLOW
         else:
             shapes = self._shapes
-            entry = shapes.entries.get(key) if shapes is not None else None
+            shape = key.replace(b"`", b"'") if plain == QUOTED else key  # the shape of the normalized text
+            entry = shapes.entries.get(shape) if shapes is not None else None
             if entry is None:
                 return
-            found = _decision(entry, key.lower())
+            found = _decision(entry, shape.lower(), plain == QUOTED)
         if len(known) >= MAX_SHAPES:
             known.clear()
         known[key] = found
@@ -128,8 +156,10 @@ class KnownLines(LineReader):
         the scan goes on: `nxt`, or past the next line where it is a progress line that ends the waiting finding
         (`progress_next`: it holds no trigger, is whole in the chunk and starts with `[`); -1, with nothing done,
         where the line holds one of the entry's digit strings (then the long way decides it)."""
-        rule, regex, spans, waits, tests, key_span = found
+        rule, regex, spans, waits, tests, key_span, quoted = found
         text = raw.decode("ascii")
+        if quoted:
+            text = text.replace("`", "'")
         if tests:
             low = text.lower()
             for t in tests:
