@@ -33,6 +33,7 @@ findings, counts and contexts with the long way.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from legacy_gpu_patch.classify.casefold import SpanMatch
@@ -49,19 +50,18 @@ SLOW = "slow"  # the long way, every time
 
 _UNPREFIXED = frozenset(c.encode() for c in UNPREFIXED_FIRST)
 _SPACE = frozenset(b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")  # what str.strip() takes of ASCII
-_REWRITTEN = (b"\x1b", b"\r", b"%]", b"ehler", b"rreur", b"rrore")  # what makes normalize() rewrite more
+# what makes normalize() rewrite more of a line than its backquotes (one search, not six `in`)
+_REWRITTEN = re.compile(rb"[\x1b\r]|%\]|ehler|rreur|rrore")
+_GLUED = re.compile(rb"\.o/|\.obj|\.o\\")  # an object name a progress message glued in front may end in
 PLAIN, QUOTED = 1, 2  # plain_shape(): normalize() leaves the line as it is; it changes each backquote to a quote
 
 
 def plain_shape(raw: bytes) -> int:
     """PLAIN where normalize() leaves every line of raw's shape as it is, QUOTED where it changes only each backquote
     to a quote (a linker's `sym'), else 0 (module docstring; no digit is tested)."""
-    if not raw or not raw.isascii() or raw[:1] not in _UNPREFIXED or raw[-1] in _SPACE:
+    if not raw or not raw.isascii() or raw[:1] not in _UNPREFIXED or raw[-1] in _SPACE or _REWRITTEN.search(raw):
         return 0
-    for piece in _REWRITTEN:
-        if piece in raw:
-            return 0
-    if raw[:1] in b"BLGCS" and (b".o/" in raw or b".obj" in raw or b".o\\" in raw):
+    if raw[:1] in b"BLGCS" and _GLUED.search(raw):
         return 0
     return QUOTED if b"`" in raw else PLAIN
 
