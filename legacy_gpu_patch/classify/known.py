@@ -20,10 +20,10 @@ What is kept, and why it is exact:
   and the text's shape (shapes.shape_of) is the raw shape (backquotes changed).
 - for a plain shape whose shape-cache entry decides every line of the shape alike once the line holds none of a
   few digit strings (shapes.ShapeCache.match tries an aware unit only on a line that holds one of its runs, and
-  reads the entry's spans off a line that holds none of its `needs`): those strings (the ones the shape can hold)
-  and NOTHING where the decision is no rule or an exception, else the rule, regex, spans, whether the finding
-  waits for the next line and the span of its key. A line holding one of the strings, a block rule, a long line
-  (read on a window), an aware unit without runs and every other shape take the long way (SLOW).
+  reads the entry's spans off a line that holds none of its `needs`): those strings, and NOTHING where the
+  decision is no rule or an exception, else the rule, regex, spans, whether the finding waits for the next line
+  and the span of its key. A line holding one of the strings, a block rule, a long line (read on a window), an
+  aware unit without runs and every other shape take the long way (SLOW).
 
 A waiting finding (a generic reading or a line a CI may have wrapped) whose next line is a progress line holding no
 trigger, with nothing else open, is recorded at once and that line passed over: what the next loop turn would do
@@ -40,7 +40,7 @@ from legacy_gpu_patch.classify.casefold import SpanMatch
 from legacy_gpu_patch.classify.collect import WRAP_MIN, _Pending
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW, LineReader
-from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, shape_of
+from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES
 
 __all__ = ["NOTHING", "PLAIN", "QUOTED", "SKIP", "SLOW", "KnownLines", "plain_shape"]
 
@@ -66,47 +66,46 @@ def plain_shape(raw: bytes) -> int:
     return QUOTED if b"`" in raw else PLAIN
 
 
-_TESTS: dict[tuple[Any, Any], tuple[tuple[str, bytes], ...] | None] = {}  # per (worth, needs): strings, shapes
+_TESTS: dict[tuple[Any, Any], tuple[str, ...] | None] = {}  # _strings() per (aware units, needs)
 
 
-def _strings(worth: Any, needs: Any) -> tuple[tuple[str, bytes], ...] | None:
-    """The strings of an entry's aware units and needs, each with its shape; None where a unit is always tried."""
+def _strings(worth: Any, needs: Any) -> tuple[str, ...] | None:
+    """The strings of an entry's aware units and needs; None where a unit is always tried (it has no runs)."""
     found = _TESTS.get((worth, needs), ())
     if found == ():
         tests: list[str] = list(needs)
         for _, runs in worth:
             if not runs:
-                tests = []
                 found = None
                 break
             tests += runs
         else:
-            found = tuple((t, shape_of(t)) for t in dict.fromkeys(tests))
+            found = tuple(dict.fromkeys(tests))
         if len(_TESTS) >= MAX_SHAPES:
             _TESTS.clear()
         _TESTS[(worth, needs)] = found
     return found
 
 
-def _decision(entry: Any, low_key: bytes, quoted: bool) -> Any:
-    """What a shape-cache entry decides for every line of a plain shape (`low_key`: the shape, lowered) that holds
-    none of the strings returned with it: NOTHING, SLOW or (rule or None, regex, spans, waits, strings, key span).
+def _decision(entry: Any, length: int, quoted: bool) -> Any:
+    """What a shape-cache entry decides for every line of a plain shape (`length` bytes long) that holds none of the
+    strings returned with it: NOTHING, SLOW or (rule or None, regex, spans, waits, strings, key span, quoted).
 
     ShapeCache.match tries an aware unit on a line only where the line holds one of its runs (a unit without runs is
     always tried: SLOW), and reads the entry's spans off where the line holds none of its `needs`; a line that holds
-    such a string has its shape hold that string's shape, so only those are kept that the shape holds."""
+    one is sent the long way. (Keeping only the strings whose shapes the shape holds would keep nearly all: they are
+    digit strings, and the shapes of error lines hold 0s.)"""
     first, worth, rule, regex, spans, needs = entry
-    strings = _strings(worth, needs) if worth or needs else ()
-    if strings is None:
+    kept = _strings(worth, needs) if worth or needs else ()
+    if kept is None:
         return SLOW
-    kept = tuple(t for t, shape in strings if shape in low_key)
     if rule is None or regex is None or rule.exception:
         if rule is None and first != _END:
             return SLOW  # an aware unit decided the learnt line: not every line of the shape alike
         return (None, None, (), False, kept, None, quoted) if kept else NOTHING
     if rule.block is not None:
         return SLOW
-    return (rule, regex, spans, rule.generic or len(low_key) >= WRAP_MIN, kept, _key_span(rule, regex, spans),
+    return (rule, regex, spans, rule.generic or length >= WRAP_MIN, kept, _key_span(rule, regex, spans),
             quoted)
 
 
@@ -145,7 +144,7 @@ class KnownLines(LineReader):
             entry = shapes.entries.get(shape) if shapes is not None else None
             if entry is None:
                 return
-            found = _decision(entry, shape.lower(), plain == QUOTED)
+            found = _decision(entry, len(raw), plain == QUOTED)
         if len(known) >= MAX_SHAPES:
             known.clear()
         known[key] = found
