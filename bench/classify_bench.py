@@ -4,6 +4,7 @@
     python bench/classify_bench.py                      # 200 MB logs, 1 GB for peak RSS
     python bench/classify_bench.py --size-mb 50 --big-mb 0 --repeat 3
     python bench/classify_bench.py --size-mb 50 --big-mb 0 --repeat 5 --against DIR   # DIR: an export of main
+    python bench/classify_bench.py --equal-against DIR  # the --json of both checkouts compared, no timing
 
 1. Generates three logs of --size-mb: *quiet* (a build that passes: ninja/CMake/gcc/nvcc/setuptools/pytest lines,
    CI timestamp and BuildKit prefixes, innocent mentions of "error", a few real errors at the end), *error-dense*
@@ -189,6 +190,53 @@ def bench_log(name: str, path: Path, repeat: int, pats: list[str], python_search
     return statistics.median(cpu), statistics.median(other) if other else None
 
 
+_TIMING_FIELDS = frozenset({"started", "duration", "duration_s"})
+
+
+def _untimed(value: object) -> object:
+    """A --json document without the fields that say when and how long (at every level)."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k not in _TIMING_FIELDS}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
+
+
+def _json_of(path: Path, checkout: Path, cache: Path) -> bytes:
+    """`lgpatch classify LOG --json` of `checkout`'s package (run from its root, PYTHONPATH pointing at it, a rule
+    cache of its own), the timing fields removed, re-serialised canonically."""
+    import json
+
+    env = {**os.environ, "PYTHONPATH": str(checkout), "LGPATCH_CACHE": str(cache)}
+    out = subprocess.run([sys.executable, "-m", "legacy_gpu_patch", "classify", str(path), "--json"],
+                         capture_output=True, cwd=checkout, env=env)
+    try:
+        doc = _untimed(json.loads(out.stdout))
+    except ValueError:
+        return b"not JSON (exit %d): %r" % (out.returncode, out.stderr[-400:])
+    return json.dumps(doc, sort_keys=True, ensure_ascii=False).encode() + b" exit %d" % out.returncode
+
+
+def equal_against(other: Path, work: Path, size_mb: int) -> int:
+    """Compare the --json of this checkout and `other` on every log fixture and on generated quiet, error-dense and
+    cmake-tail logs of `size_mb`; prints one line a log, returns the number that differ."""
+    logs = sorted(p for p in (REPO / "tests" / "fixtures" / "logs").rglob("*")
+                  if p.is_file() and p.suffix in (".log", ".corpus"))
+    for name, make in (("quiet", generate), ("dense", generate_dense), ("cmake-tail", generate_cmake_tail)):
+        logs.append(work / f"{name}-{size_mb}mb.log")
+        make(logs[-1], size_mb << 20)
+    differ = 0
+    for log in logs:
+        mine = _json_of(log, REPO, work / "cache-this")
+        theirs = _json_of(log, other, work / "cache-other")
+        same = mine == theirs and b"not JSON" not in mine
+        differ += not same
+        print(f"{'identical' if same else 'DIFFERENT'}  {log.relative_to(REPO) if log.is_relative_to(REPO) else log}"
+              f"  ({len(mine)} bytes of JSON)")
+    print(f"{len(logs) - differ} of {len(logs)} logs identical")
+    return differ
+
+
 _RSS_PROBE = (
     "import resource, subprocess, sys\n"
     "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
@@ -216,9 +264,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="also time another checkout's CLI (e.g. an export of main) in the same rounds")
     ap.add_argument("--python-search", action="store_true",
                     help="also time the process with the trigger search in Python only (LGPATCH_CLASSIFY_GREP=0)")
+    ap.add_argument("--equal-against", type=Path, default=None, metavar="CHECKOUT",
+                    help="no timing: compare `classify --json` with CHECKOUT's on the log fixtures and generated "
+                         "logs of --size-mb (default 10 here); exit 1 if any differs")
     args = ap.parse_args(argv)
     work = args.dir or Path(tempfile.mkdtemp(prefix="lgpatch-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.equal_against is not None:
+        try:
+            size_mb = args.size_mb if "--size-mb" in (argv if argv is not None else sys.argv) else 10
+            return 1 if equal_against(args.equal_against.resolve(), work, size_mb) else 0
+        finally:
+            if args.dir is None:
+                shutil.rmtree(work, ignore_errors=True)
     size = args.size_mb << 20
     from legacy_gpu_patch.classify.grepscan import gnu_grep
 

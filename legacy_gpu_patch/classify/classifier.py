@@ -27,10 +27,11 @@ from typing import Any, BinaryIO
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
 from legacy_gpu_patch.classify.findings import Finding, Occurrence
 from legacy_gpu_patch.classify.grepfile import FileSearch
-from legacy_gpu_patch.classify.linereader import LineReader
+from legacy_gpu_patch.classify.known import NOTHING, SKIP, SLOW, KnownLines
 from legacy_gpu_patch.classify.normalize import normalize, strip_prefixes
 from legacy_gpu_patch.classify.rules import CATEGORIES, Rule, RuleSet, load_rules, rule_files
 from legacy_gpu_patch.classify.scan import TriggerSearch
+from legacy_gpu_patch.classify.shapes import RAW_TO_ZERO
 
 __all__ = [  # the classifier's public names (build, commands, report and tests import them from here)
     "CATEGORIES", "Classifier", "Finding", "Occurrence", "Rule", "RuleSet", "classify_bytes", "classify_file",
@@ -41,7 +42,7 @@ SMALL_CHUNK = 256 << 10  # below this a chunk is joined to the open line of the 
 CHUNK = 4 << 20  # a file is read in chunks this big: with GNU grep searching them, one process per 4 MiB (grepscan)
 
 
-class Classifier(LineReader):
+class Classifier(KnownLines):
     """Feed bytes (any chunking); read `findings()`. Line numbers are 1-based lines of everything fed."""
 
     def __init__(
@@ -55,8 +56,10 @@ class Classifier(LineReader):
         max_occurrences: int = 50,
         accelerate: bool = True,
         use_shapes: bool = True,
+        known_lines: bool = True,
     ) -> None:
-        """`accelerate`: GNU grep searches big chunks for triggers; `use_shapes`: see shapes.py (same findings)."""
+        """`accelerate`: GNU grep searches big chunks for triggers; `use_shapes`: see shapes.py; `known_lines`: a
+        line of a raw shape decided before is taken as it was (known.py; both need use_shapes; same findings)."""
         super().__init__(
             rules,
             context_before=context_before,
@@ -75,6 +78,7 @@ class Classifier(LineReader):
         self._carry_now: tuple[bytes, ...] = ()
         self._triggers = TriggerSearch(self.rules.triggers, accelerate=accelerate)
         self._file: FileSearch | None = None  # one grep over the whole file being fed, where search_file() made one
+        self._known = {} if known_lines and self._raw_shapes is not None else None
 
     def feed(self, data: bytes) -> None:
         if not data:
@@ -173,6 +177,7 @@ class Classifier(LineReader):
         cands = self._triggers.lines(block, start, end, plain, self._file, base)
         find = block.find
         raw_skipped = self._raw_skipped
+        known = self._known
         base = self.lines
         counted_pos = start
         counted = 0
@@ -195,7 +200,25 @@ class Classifier(LineReader):
                 checked = True
                 e = find(b"\n", hit)
                 raw = block[s:e]
+                key = b""  # the raw shape, where it is still to be learnt (known.py)
+                if known is not None:  # a raw shape decided before
+                    found = known.get(raw.translate(RAW_TO_ZERO))
+                    if found is SKIP or found is NOTHING:
+                        pos = e + 1
+                        continue
+                    if found is not None and found is not SLOW:
+                        counted += block.count(b"\n", counted_pos, s)
+                        counted_pos = s
+                        nxt = e + 1
+                        pos = self._known_line(found, base + counted + 1, raw, block, s, nxt,
+                                               nxt < end and (i >= n or cands[i][0] != nxt) and block[nxt] == 91)
+                        if pos >= 0:
+                            continue
+                    if found is None:
+                        key = raw.translate(RAW_TO_ZERO)
                 if raw_skipped(raw, plain):
+                    if key:
+                        self._learn_known(key, raw)
                     pos = e + 1
                     continue
                 counted += block.count(b"\n", counted_pos, s)
@@ -206,6 +229,8 @@ class Classifier(LineReader):
                         self._classify(base + counted + 1, text, block, s)
                 else:
                     self._line(base + counted + 1, block, s, e, hit, checked)
+                if key:
+                    self._learn_known(key, raw)
                 pos = e + 1
                 continue
             else:
