@@ -357,3 +357,67 @@ def test_huge_logits_against_a_stable_numpy_log_softmax(harnesses: dict[str, Pat
         soft[numpy.arange(6), numpy.maximum(t, 0)] -= 1
         soft[t == -1] = 0
         numpy.testing.assert_allclose(got["gx"], soft, rtol=1e-5, atol=1e-6)
+
+
+DISPATCH = """
+from chainer.functions.loss import _lg_sce_fused
+from chainer.functions.loss.softmax_cross_entropy import SoftmaxCrossEntropy as SCE
+x4 = numpy.zeros((2, 3, 4, 5), 'f')
+t4 = numpy.zeros((2, 4, 5), 'i')
+x2, t2 = numpy.zeros((8, 40), 'f'), numpy.zeros(8, 'i')
+cases = {
+    "float32": (SCE(), x2, t2), "float64": (SCE(), x2.astype('d'), t2), "float16": (SCE(), x2.astype('e'), t2),
+    "nchw": (SCE(), x4, t4), "reduce_no": (SCE(reduce='no'), x2, t2), "no_normalize": (SCE(normalize=False), x2, t2),
+    "no_cache": (SCE(cache_score=False), x2, t2), "ignore_0": (SCE(ignore_label=0), x2, t2),
+    "ignore_int64": (SCE(ignore_label=numpy.int64(-1)), x2, t2), "C1": (SCE(), numpy.zeros((8, 1), 'f'), t2),
+    "class_weight": (SCE(class_weight=numpy.ones(40, 'f')), x2, t2),
+    "transposed": (SCE(), numpy.zeros((40, 8), 'f').T, t2), "strided": (SCE(), numpy.zeros((8, 80), 'f')[:, ::2], t2),
+    "t_int64": (SCE(), x2, t2.astype('q')), "x_1d": (SCE(), numpy.zeros(8, 'f'), t2),
+    "empty": (SCE(), numpy.zeros((0, 40), 'f'), numpy.zeros(0, 'i')), "int_x": (SCE(), x2.astype('i'), t2),
+    "ignore_huge": (SCE(ignore_label=2 ** 40), x2, t2), "ignore_bool": (SCE(ignore_label=True), x2, t2),
+}
+out = {name: _lg_sce_fused.supported(*args) for name, args in cases.items()}
+_lg_sce_fused.enabled = False
+out["disabled"] = _lg_sce_fused.supported(SCE(), x2, t2)
+out["plans"] = [_lg_sce_fused.plan(s) for s in [(8, 40), (8, 32), (8, 31), (8, 1), (2, 40, 3), (2, 3, 4, 5)]]
+out["blocks"] = [_lg_sce_fused.launch_blocks(s) for s in [(65536, 1000), (9, 40), (7, 3), (2, 3, 300), (1, 1)]]
+print(json.dumps(out))
+"""
+
+
+def test_dispatch_takes_the_common_case_and_leaves_the_rest_to_chainer(trees: ChainerTrees) -> None:
+    got = run_chainer(trees, trees.patched, DISPATCH)
+    fused = {"float32", "float64", "float16", "nchw", "reduce_no", "no_normalize", "no_cache", "ignore_0",
+             "ignore_int64", "C1"}
+    assert {k for k, v in got.items() if v is True} == fused
+    assert {k for k, v in got.items() if v is False} == {"class_weight", "transposed", "strided", "t_int64", "x_1d",
+                                                         "empty", "int_x", "ignore_huge", "ignore_bool", "disabled"}
+    assert got["plans"] == ["rows", "rows", "cols", "cols", "cols", "cols"]
+    # (forward blocks, backward blocks): 8 rows a block for the warp a row; else a thread a row, a thread an element
+    assert got["blocks"] == [[8192, 8192], [2, 2], [1, 1], [3, 8], [1, 1]]
+
+
+CPU_RUN = """
+out = {}
+rng = numpy.random.RandomState(5)
+for shape in ((6, 40), (3, 4, 2, 2)):
+    x = rng.randn(*shape).astype('f')
+    t = rng.randint(0, shape[1], (shape[0],) + shape[2:]).astype('i')
+    t.ravel()[0] = -1
+    for reduce in ('mean', 'no'):
+        xv = chainer.Variable(x)
+        loss = F.softmax_cross_entropy(xv, t, reduce=reduce)
+        loss.grad = numpy.ones(loss.data.shape, 'f')
+        loss.backward()
+        out['%s/%s' % (shape, reduce)] = [loss.data.tobytes().hex(), xv.grad.tobytes().hex(), str(loss.data.dtype)]
+bad = numpy.array([0, 1, 2, 3, 4, 40], 'i')
+chainer.set_debug(True)
+out['debug'] = outcome(lambda: F.softmax_cross_entropy(chainer.Variable(rng.randn(6, 40).astype('f')), bad))
+print(json.dumps(out))
+"""
+
+
+def test_cpu_path_is_chainers_and_debug_mode_still_refuses_a_bad_label(trees: ChainerTrees) -> None:
+    patched = run_chainer(trees, trees.patched, CPU_RUN)
+    assert patched == run_chainer(trees, trees.without_step, CPU_RUN)
+    assert patched["debug"].startswith("ValueError: Each label `t` need to satisfy")
