@@ -142,7 +142,8 @@ def check_all(mods, cupy) -> tuple[int, int]:
             data = {key: inputs(cupy, rng, shape, dtype, ignored)}  # one input set alive at a time
         c = Check()
         try:
-            one_case(c, mods, cupy, *data[key], dtype, normalize, cache_score, reduce, rng)
+            x, t = data[key]
+            one_case(c, mods, cupy, x, t, dtype, normalize, cache_score, reduce, rng)
         except Exception as exc:
             c.failures.append(f"crashed: {type(exc).__name__}: {str(exc)[:300]}")
         total += 1

@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy
 import pytest
@@ -237,7 +238,8 @@ CASES = [
 TOL = {"e": 3e-3, "f": 2e-5, "d": 1e-12}
 
 
-def case_inputs(index: int, dtype: str, shape: tuple, ignore_frac: float, scale: float, offset: float, ignore: int):
+def case_inputs(index: int, dtype: str, shape: tuple, ignore_frac: float, scale: float, offset: float,
+                ignore: int) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     rng = numpy.random.RandomState(100 + index)
     x = (rng.randn(*shape) * scale + offset).astype(dtype)
     if index == 9:  # a -inf logit (not the label's) in every row: exp(-inf) adds nothing
@@ -275,7 +277,7 @@ def test_fused_model_agrees_with_chainers_own_softmax_cross_entropy(trees: Chain
     """Every case through the kernels' host model and through Chainer 1.24's CPU function (float64 of the same
     x): per-row loss and gx for reduce='no' (ignore rows 0, gradients scaled by their own gloss), the mean and its
     gx for normalize True and False."""
-    inputs = {}
+    inputs: dict[str, Any] = {}
     for i, case in enumerate(CASES):
         x, t, gl = case_inputs(i, *case)
         inputs.update({f"c{i}/x": x, f"c{i}/t": t, f"c{i}/gl": gl, f"c{i}/ignore": numpy.array(case[-1])})
@@ -287,40 +289,34 @@ def test_fused_model_agrees_with_chainers_own_softmax_cross_entropy(trees: Chain
         from chainer.functions.loss import _lg_sce_fused
         print(json.dumps([_lg_sce_fused.plan(s) for s in {[c[1] for c in CASES]!r}]))
     """)
-    for i, (dtype, shape, *_rest, ignore) in enumerate(CASES):
-        x, t, gl = inputs[f"c{i}/x"], inputs[f"c{i}/t"], inputs[f"c{i}/gl"]
-        xdt = numpy.dtype(dtype)
-        acc = numpy.dtype("d" if dtype == "d" else "f")
-        exe, tol = harnesses["d" if dtype == "d" else "f"], TOL[dtype]
-        bound = tol * (1 + numpy.abs(x[numpy.isfinite(x)]).max())
+    for i in range(len(CASES)):
         for normalize in (True, False):
             for reduce in ("mean", "no"):
-                key = f"c{i}/{int(normalize)}/{reduce}"
-                if reduce == "no":
-                    g = gl.ravel()
-                else:
-                    g = numpy.full(t.size, acc.type(1) * acc.type(fused_mean(
-                        *_model_rows(exe, tmp_path, x, t, ignore, plans[i], acc), plans[i], normalize, shape[0],
-                        xdt, acc)[1]))
-                got = run_model(exe, tmp_path, x, t, g, ignore, plans[i], acc)
-                assert set(numpy.unique(got["counted"])) <= {0, 1}
-                gx = got["gx"].astype(xdt)
-                numpy.testing.assert_allclose(gx, ref[key + "/gx"], rtol=tol, atol=tol * max(1.0, abs(g).max()),
-                                              err_msg=key)
-                assert (gx.reshape(shape[0], shape[1], -1)[numpy.broadcast_to(
-                    (t == ignore).reshape(shape[0], 1, -1), (shape[0], shape[1], t.size // shape[0]))] == 0).all()
-                if reduce == "no":
-                    loss = got["loss"].astype(xdt).reshape(t.shape)
-                    assert loss.dtype == xdt and loss.shape == ref[key + "/loss"].shape
-                else:
-                    loss, _ = fused_mean(got["loss"], got["counted"], plans[i], normalize, shape[0], xdt, acc)
-                    assert numpy.asarray(loss).dtype == xdt
-                numpy.testing.assert_allclose(loss, ref[key + "/loss"], rtol=tol, atol=bound, err_msg=key)
+                assert_case_agrees(harnesses, tmp_path, inputs, ref, i, plans[i], normalize, reduce)
 
 
-def _model_rows(exe: Path, tmp: Path, x, t, ignore: int, kind: str, acc) -> tuple:
-    got = run_model(exe, tmp, x, t, numpy.ones(t.size), ignore, kind, acc)
-    return got["loss"], got["counted"]
+def assert_case_agrees(harnesses: dict[str, Path], tmp_path: Path, inputs: dict, ref: Any, i: int, kind: str,
+                       normalize: bool, reduce: str) -> None:
+    dtype, shape, *_rest, ignore = CASES[i]
+    x, t, gl = inputs[f"c{i}/x"], inputs[f"c{i}/t"], inputs[f"c{i}/gl"]
+    xdt, acc = numpy.dtype(dtype), numpy.dtype("d" if dtype == "d" else "f")
+    exe, tol = harnesses["d" if dtype == "d" else "f"], TOL[dtype]
+    key = f"c{i}/{int(normalize)}/{reduce}"
+    forward = run_model(exe, tmp_path, x, t, numpy.ones(t.size), ignore, kind, acc)
+    assert set(numpy.unique(forward["counted"])) <= {0, 1}
+    if reduce == "no":
+        g = gl.ravel()
+        loss = forward["loss"].astype(xdt).reshape(t.shape)
+    else:
+        loss, coeff = fused_mean(forward["loss"], forward["counted"], kind, normalize, shape[0], xdt, acc)
+        g = numpy.full(t.size, acc.type(coeff))
+    assert numpy.asarray(loss).dtype == xdt and numpy.shape(loss) == ref[key + "/loss"].shape
+    bound = tol * (1 + numpy.abs(x[numpy.isfinite(x)]).max())
+    numpy.testing.assert_allclose(loss, ref[key + "/loss"], rtol=tol, atol=bound, err_msg=key)
+    gx = run_model(exe, tmp_path, x, t, g, ignore, kind, acc)["gx"].astype(xdt)
+    numpy.testing.assert_allclose(gx, ref[key + "/gx"], rtol=tol, atol=tol * max(1.0, abs(g).max()), err_msg=key)
+    ignored = numpy.broadcast_to((t == ignore).reshape(shape[0], 1, -1), (shape[0], shape[1], t.size // shape[0]))
+    assert (gx.reshape(shape[0], shape[1], -1)[ignored] == 0).all()
 
 
 def test_label_out_of_range_gives_nan_without_reading_outside_the_row(harnesses: dict[str, Path],
