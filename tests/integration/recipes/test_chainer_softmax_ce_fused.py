@@ -1,11 +1,12 @@
 """chainer-softmax-ce-fused on the real Chainer 1.24.0 sdist: it applies (strict) right after chainer-call-overhead
-as one commit touching softmax_cross_entropy.py's GPU methods and one new module; the CUDA source that module hands
-CuPy 1.24's compile_with_cache (rendered by the module itself, per dtype) compiles with the real nvcc for sm_90 and
-PTX for compute_75; the kernels' per-row algorithm (the lane loops, the running max/sum and its butterfly, the row
-loss, the gradient) compiled with g++ from that same source and driven the way the kernels divide the work agrees
-with Chainer 1.24's own CPU softmax_cross_entropy (forward and backward, every normalize/reduce/ignore_label case,
-(N, C) and (N, C, H, W), large and tiny logits, C not a multiple of the warp); the mean and its coefficient as the
-kernels order them; and the Python dispatch (which inputs the fused path takes) on the CPU import of the tree.
+as one commit adding forward/backward overrides to softmax_cross_entropy.py and one new module; the CUDA source
+that module hands CuPy 1.24's compile_with_cache (rendered by the module itself, per dtype) compiles with the real
+nvcc for sm_90 and PTX for compute_75; the kernels' per-row algorithm (the lane loops, the running max/sum and its
+butterfly, the row loss, the gradient) compiled with g++ from that same source and driven the way the kernels
+divide the work agrees with Chainer 1.24's own CPU softmax_cross_entropy (forward and backward, every
+normalize/reduce/ignore_label case, (N, C) and (N, C, H, W), large and tiny logits, C not a multiple of the warp);
+the mean and its coefficient as the kernels order them; and the Python dispatch (which inputs the fused path
+takes) on the CPU import of the tree.
 
 On the GPU, bench/gpu/chainer_sce_check.py runs the fused path against Chainer 1.24's path and NumPy.
 """
@@ -50,7 +51,7 @@ def test_step_is_gated_like_the_other_speed_steps(lgpatch: Runner) -> None:
     assert_gated_like_the_speed_steps(lgpatch, STEP)
 
 
-def test_applies_right_after_call_overhead_touching_the_gpu_methods_only(trees: ChainerTrees) -> None:
+def test_applies_right_after_call_overhead_adding_forward_and_backward_only(trees: ChainerTrees) -> None:
     applied = list(trees.applied)
     assert applied.index(STEP) == applied.index("chainer-call-overhead/call-fast-paths") + 1
     assert applied.index(STEP) < applied.index("cupy-reduction-grid/reduction-split-grid")
@@ -58,14 +59,26 @@ def test_applies_right_after_call_overhead_touching_the_gpu_methods_only(trees: 
     assert sorted(git(trees.patched, "show", "--name-only", "--format=", commit).split()) == [FUSED, SCE]
     diff = git(trees.patched, "show", "--format=", commit, "--", SCE)
     assert [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")] == []
-    # The debug-mode label check still runs first; the fused path comes after it, the old code after that.
+    # forward/backward overrides above forward_cpu (hunks above those of steps gated by other parameters, e.g.
+    # chainer-numpy2's in forward_cpu: test_every_parameter_combination_applies_exactly); the debug-mode label check
+    # runs before the fused forward; Chainer 1.24's four methods are untouched.
     module = ast.parse((trees.patched / SCE).read_text())
-    methods = {f.name: f for f in ast.walk(module) if isinstance(f, ast.FunctionDef)}
-    body = ast.unparse(methods["forward_gpu"])
-    assert body.index("self._check_input_values(x, t)") < body.index("_lg_sce_fused.supported(self, x, t)") \
-        < body.index("log_softmax._log_softmax(x, self.use_cudnn)")
-    assert "_lg_sce_fused" not in ast.unparse(methods["forward_cpu"]) + ast.unparse(methods["backward_cpu"])
-    assert ast.unparse(methods["backward_gpu"]).count("_lg_sce_fused.backward(self, x, t, grad_outputs[0])") == 1
+    cls = next(c for c in module.body if isinstance(c, ast.ClassDef) and c.name == "SoftmaxCrossEntropy")
+    methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)}
+    names = list(methods)
+    assert names.index("forward") < names.index("backward") < names.index("forward_cpu")
+    forward, backward = ast.unparse(methods["forward"]), ast.unparse(methods["backward"])
+    assert "isinstance(x, cuda.ndarray) and isinstance(t, cuda.ndarray) and _lg_sce_fused.supported(self, x, t)" \
+        in forward
+    assert forward.index("self._check_input_values(x, t)") < forward.index("_lg_sce_fused.forward(self, x, t)")
+    assert "super(SoftmaxCrossEntropy, self).forward(inputs)" in forward
+    assert "_lg_sce_fused.backward(self, x, t, grad_outputs[0])" in backward
+    assert "super(SoftmaxCrossEntropy, self).backward(inputs, grad_outputs)" in backward
+    before = ast.parse(git(trees.without_step, "show", f"HEAD:{SCE}"))
+    old_cls = next(c for c in before.body if isinstance(c, ast.ClassDef) and c.name == "SoftmaxCrossEntropy")
+    old = {f.name: ast.unparse(f) for f in old_cls.body if isinstance(f, ast.FunctionDef)}
+    for name in ("forward_cpu", "forward_gpu", "backward_cpu", "backward_gpu"):
+        assert ast.unparse(methods[name]) == old[name], name
 
 
 @requires_nvcc
