@@ -14,15 +14,17 @@ On the GPU, bench/gpu/chainer_sce_check.py runs the fused path against Chainer 1
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy
 import pytest
-from helpers import NVCC, Runner, git, requires_nvcc
+from helpers import NVCC, REPO, Runner, git, requires_nvcc
 from helpers.chainer_cpu import ChainerTrees, assert_gated_like_the_speed_steps, chainer_trees, run_chainer
 
 pytestmark = [pytest.mark.integration]
@@ -432,3 +434,43 @@ def test_cpu_path_is_chainers_and_debug_mode_still_refuses_a_bad_label(trees: Ch
     patched = run_chainer(trees, trees.patched, CPU_RUN)
     assert patched == run_chainer(trees, trees.without_step, CPU_RUN)
     assert patched["debug"].startswith("ValueError: Each label `t` need to satisfy")
+
+
+BENCH_REFERENCE = """
+import sys
+sys.path.insert(0, %r)
+import chainer_sce_check as check
+rng = numpy.random.RandomState(0)
+failures, n = [], 0
+for shape in check.SMALL:
+    for ignored in (False, True):
+        x, t = check.inputs(None, rng, shape, 'd', ignored)
+        for normalize in (True, False):
+            for reduce in ('mean', 'no'):
+                gl = numpy.ones((), 'd') if reduce == 'mean' else rng.randn(*t.shape)
+                xv = chainer.Variable(x)
+                loss = F.softmax_cross_entropy(xv, t, normalize=normalize, reduce=reduce)
+                loss.grad = gl
+                loss.backward()
+                want_loss, want_gx = check.reference(x, t, normalize, reduce, gl)
+                c = check.Check()
+                c.close('loss', loss.data, want_loss, 1e-10, 1.0)
+                c.close('gx', xv.grad, want_gx, 1e-10, 1.0)
+                failures += c.failures
+                n += 1
+print(json.dumps({"n": n, "failures": failures, "gpu_cases": sum(1 for _ in check.cases(rng))}))
+"""
+
+
+def test_gpu_checks_reference_is_chainers_definition_and_it_fails_without_cupy(trees: ChainerTrees) -> None:
+    """bench/gpu/chainer_sce_check.py's float64 NumPy reference equals Chainer 1.24's CPU function on its small
+    shapes; run where CuPy cannot import (this tree: no extension modules) it says so and exits 1."""
+    bench = REPO / "bench" / "gpu"
+    got = run_chainer(trees, trees.patched, BENCH_REFERENCE % str(bench))
+    assert got == {"n": 48, "failures": [], "gpu_cases": 312}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.pathsep.join([str(trees.patched), *([str(trees.deps)] if trees.deps else [])])
+    proc = subprocess.run([sys.executable, str(bench / "chainer_sce_check.py"), "--no-timing"], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert proc.returncode == 1 and proc.stdout.strip().splitlines()[-1] == "0/1 passed", proc.stdout + proc.stderr
+    assert "no chainer-softmax-ce-fused or no CuPy" in proc.stderr
