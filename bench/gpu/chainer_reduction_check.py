@@ -6,6 +6,7 @@ workspace limit (chainer-cudnn-algo-cache) against the im2col path; and cuDNN co
 softmax with descriptors made once per shape and thread (chainer-cudnn-host-cache) against the CPU path.
 
     PYTHONPATH=DIR python3 bench/gpu/chainer_reduction_check.py --label after --json check-after.json
+    PYTHONPATH=DIR python3 bench/gpu/chainer_reduction_check.py --parts axes views --time   # a quick look
 
 Values are small integers where the result must be exact (sums of float32 up to 2**24 are), random normals with a
 tolerance for mean/var/std. Prints pass/fail counts; exit status 1 when anything failed.
@@ -304,10 +305,43 @@ def check_cudnn_host_cache(c: Checker, cupy, rng) -> None:
     c.same("cudnn descriptor table bounded", len(cudnn._lg_descriptor_cache()) <= limit, True)
 
 
+PARTS = {
+    "lengths": check_lengths, "dtypes": check_dtypes, "axes": check_axes, "views": check_views,
+    "empty": lambda c, cupy, rng: check_empty_and_kernels(c, cupy), "conv_workspace": check_conv_workspace,
+    "conv_algo_cache": check_conv_algo_cache, "cudnn_host_cache": check_cudnn_host_cache,
+}
+
+
+def time_reductions(cupy) -> dict:
+    """Median event-timed milliseconds of two reductions the speed bench reports (a full argmax, a last-axis
+    sum), for a quick look at one build without the whole bench."""
+    big = cupy.arange(1 << 26, dtype=numpy.float32) % 7
+    rows = big.reshape(65536, 1024)
+    out = {}
+    for name, step in (("argmax_full_64M", lambda: big.argmax()), ("sum_axis-1_65536x1024", lambda: rows.sum(-1))):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        for _ in range(3):
+            step()
+        times = []
+        for _ in range(30):
+            start.record()
+            step()
+            stop.record()
+            stop.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, stop))
+        out[name] = round(sorted(times)[len(times) // 2], 4)
+        print(f"{name}: {out[name]} ms", file=sys.stderr)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--label", default="chainer")
     parser.add_argument("--json", help="write the summary here")
+    parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS),
+                        help="which checks to run (default: all)")
+    parser.add_argument("--time", action="store_true",
+                        help="also time full argmax of 64 M floats and the last-axis sum of 65536x1024 (events)")
     args = parser.parse_args(argv)
     try:
         import cupy
@@ -321,15 +355,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     start = time.perf_counter()
     c, rng = Checker(), numpy.random.RandomState(0)
-    for part in (lambda: check_lengths(c, cupy, rng), lambda: check_dtypes(c, cupy, rng),
-                 lambda: check_axes(c, cupy, rng), lambda: check_views(c, cupy, rng),
-                 lambda: check_empty_and_kernels(c, cupy), lambda: check_conv_workspace(c, cupy, rng),
-                 lambda: check_conv_algo_cache(c, cupy, rng), lambda: check_cudnn_host_cache(c, cupy, rng)):
+    for name in args.parts:
         try:
-            part()
+            PARTS[name](c, cupy, rng)
         except Exception as exc:
-            c.failures.append(f"crashed: {type(exc).__name__}: {str(exc)[:300]}")
-    summary = {"label": args.label, "cupy_file": cupy.__file__,
+            c.failures.append(f"{name} crashed: {type(exc).__name__}: {str(exc)[:300]}")
+    timings = time_reductions(cupy) if args.time else {}
+    summary = {"label": args.label, "cupy_file": cupy.__file__, "timings_ms": timings,
                "split_patch": hasattr(cupy.core.core, "_lg_reduction_split"),
                "checks_passed": c.passed, "checks_failed": len(c.failures), "failures": c.failures[:50],
                "seconds": round(time.perf_counter() - start, 1)}

@@ -60,13 +60,33 @@ def test_applies_as_one_commit_on_the_template_and_the_indexer(tree: Path) -> No
     assert removed == [] and diff.count("_lg_shape(") == 2
 
 
+ROWS_DEFINE = "#define _LG_ROWS_LAYOUT 1\n"  # what _lg_layout_preamble puts before a rows kernel's preamble
+
+
 @requires_nvcc
 @pytest.mark.nvcc
 @pytest.mark.parametrize(("kind", "arch"), [("cubin", "sm_90"), ("ptx", "compute_75")])
 @pytest.mark.parametrize("kernel", ["sum_float", "mean_float16_2d", "argmax_double", "max_float16"])
-def test_template_compiles(tree: Path, pxi: str, tmp_path: Path, kernel: str, kind: str, arch: str) -> None:
+@pytest.mark.parametrize("rows", [False, True], ids=["interleaved", "rows"])
+def test_template_compiles(tree: Path, pxi: str, tmp_path: Path, kernel: str, kind: str, arch: str,
+                           rows: bool) -> None:
     source = kernels(pxi, text_at(tree, STEP, "cupy/core/core.pyx"))[kernel]
-    assert_compiles(text_at(tree, STEP, "cupy/core/carray.cuh"), source, tmp_path, kind, arch)
+    assert_compiles(text_at(tree, STEP, "cupy/core/carray.cuh"), (ROWS_DEFINE if rows else "") + source, tmp_path,
+                    kind, arch)
+
+
+@requires_nvcc
+@pytest.mark.nvcc
+def test_the_rows_define_makes_a_kernel_of_its_own(tree: Path, pxi: str, tmp_path: Path) -> None:
+    source = kernels(pxi, text_at(tree, STEP, "cupy/core/core.pyx"))["sum_float"]
+    header = text_at(tree, STEP, "cupy/core/carray.cuh")
+    texts = []
+    for rows in (False, True):
+        folder = tmp_path / str(rows)
+        folder.mkdir()
+        assert_compiles(header, (ROWS_DEFINE if rows else "") + source, folder, "ptx", "compute_75")
+        texts.append((folder / "kern.ptx").read_text())
+    assert texts[0] != texts[1]
 
 
 # ----------------------------------------------------------------------------------------------- the index model
@@ -115,8 +135,7 @@ def argmax_reduce(a, b):
 def test_index_mapping_model_gives_numpy_results(pxi: str) -> None:
     kernel = template(pxi)
     for expr in ("int _lg_lanes = ${block_size} / _block_stride;",
-                 "int _J_offset = (_lg_rows ? _tid % _lg_lanes : _tid / _block_stride) +\n"
-                 "                      _lg_slice * _lg_lanes;",
+                 "    #else\n      int _J_offset = _tid / _block_stride + _lg_slice * _lg_lanes;\n    #endif",
                  "int _J_stride = _lg_lanes * _lg_nsplit;",
                  "for (; _j + 3 * _j_stride < _in_ind.size();\n             _j += 4 * _j_stride, _J += 4 * _J_stride)",
                  "for (; _j < _in_ind.size(); _j += _j_stride, _J += _J_stride)",
@@ -237,11 +256,18 @@ def test_block_stride_follows_the_layout_and_never_goes_below_cupy_124s(pxi: str
     wide = numpy.broadcast_to(numpy.zeros(1024, "f"), (6272, 1024))
     assert rule([wide], 1, 1, wide.size, 1024) == 32
     assert rule([numpy.zeros(10, "f")], 1, 1, 6272 * 1024, 1024) == 1  # not the indexer's size: not recognised
-    # Both call sites give the kernel the argument and keep the plain stride for the split and the launch.
-    assert pxi.count("kernel_stride = _lg_layout_block_stride(\n            in_args, len(axis), block_stride,") == 2
-    assert pxi.count("block_stride = kernel_stride & _LG_STRIDE_MASK\n") == 2
-    assert pxi.count("in_args, out_args, in_indexer, out_indexer, kernel_stride,\n") == 2
-    assert "_LG_ROWS = 0x10000\n_LG_STRIDE_MASK = 0xffff\n" in pxi
+    # Both call sites give the kernel, the split and the launch the plain stride, and the rows layout as a define
+    # in the kernel's preamble (so it is a kernel of its own, memoised and cached under its own source).
+    assert pxi.count("layout = _lg_layout_block_stride(\n            in_args, len(axis), block_stride,") == 2
+    assert pxi.count("block_stride = layout & _LG_STRIDE_MASK\n") == 2
+    assert pxi.count("in_args, out_args, in_indexer, out_indexer, block_stride,\n") == 2
+    assert "_lg_layout_preamble(layout, self._preamble), ())" in pxi
+    assert "_lg_layout_preamble(layout, self.preamble), self.options)" in pxi
+    preamble = python_function(pxi, "_lg_layout_preamble")
+    preamble["_LG_ROWS_DEFINE"] = "#define _LG_ROWS_LAYOUT 1\n"
+    assert "_LG_ROWS_DEFINE = '#define _LG_ROWS_LAYOUT 1\\n'\n" in pxi
+    assert preamble["_lg_layout_preamble"](32 | ROWS, "P") == "#define _LG_ROWS_LAYOUT 1\nP"
+    assert preamble["_lg_layout_preamble"](32, "P") == "P"
 
 
 def rows_layout(tid: int, stride: int, block_size: int) -> tuple[int, int, int]:
@@ -256,13 +282,14 @@ def interleaved_layout(tid: int, stride: int) -> tuple[int, int, int]:
 
 def test_rows_layout_fills_the_interleaved_layouts_slots_and_reads_rows_by_warps(pxi: str) -> None:
     kernel = template(pxi)
-    for expr in ("const bool _lg_rows = (_block_stride & 0x10000) != 0;\n      _block_stride &= 0xffff;",
-                 "long long _j =\n            (_lg_rows ? _i_base + (int)(_tid / _lg_lanes) : _i) + _j_offset;",
-                 "_sdata[_lg_rows ? (_tid % _lg_lanes) * _block_stride +\n"
-                 "                                _tid / _lg_lanes\n                          : _tid] = _s;"):
+    for expr in ("    #ifdef _LG_ROWS_LAYOUT\n      int _J_offset = _tid % _lg_lanes + _lg_slice * _lg_lanes;",
+                 "    #ifdef _LG_ROWS_LAYOUT\n        long long _j = _i_base + (int)(_tid / _lg_lanes) + _j_offset;\n"
+                 "    #else\n        long long _j = _i + _j_offset;\n    #endif",
+                 "    #ifdef _LG_ROWS_LAYOUT\n"
+                 "          _sdata[(_tid % _lg_lanes) * _block_stride + _tid / _lg_lanes] = _s;\n"
+                 "    #else\n          _sdata[_tid] = _s;\n    #endif"):
         assert expr in kernel, expr
-    # The mask comes before anything reads _block_stride.
-    assert kernel.index("_block_stride &= 0xffff;") < kernel.index("int _lg_lanes = ${block_size} / _block_stride;")
+    assert kernel.count("#ifdef _LG_ROWS_LAYOUT") == 3 and "_block_stride &=" not in kernel
     for block_size in (64, 512):
         for stride in (2, 4, 8, 16, 32, 64):
             rows = [rows_layout(t, stride, block_size) for t in range(block_size)]
