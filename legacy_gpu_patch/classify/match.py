@@ -8,11 +8,13 @@ exception rules (warnings about deprecated things, command echoes, ...) decide "
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
 from legacy_gpu_patch.classify.casefold import LowMatch
 from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MATCH_WINDOW, _strip_raw_prefixes
+from legacy_gpu_patch.classify.keygate import charset_led
 from legacy_gpu_patch.classify.lead import LeadSteps
 from legacy_gpu_patch.classify.located import LocatedIndex
 from legacy_gpu_patch.classify.prepare import LiteralIndex, compile_gate, compile_lowered, lead_machinery, prepared
@@ -198,9 +200,11 @@ class Matcher(LeadSteps):
     def _searcher(self, i: int) -> tuple[Any, Any, Any]:
         gate_source = self._gate_sources[i]
         low_source, low_gate = self._lowered[i]
+        # the gates led by the characters their matches start with (keygate.charset_led): read as yes or no only
         entry = (
-            compile_gate(gate_source),
-            compile_lowered(low_gate, gate_source[1]) if gate_source is not None else None,
+            compile_gate(None if gate_source is None else (charset_led(*gate_source), gate_source[1])),
+            compile_lowered(charset_led(low_gate, gate_source[1] & ~re.IGNORECASE), gate_source[1])
+            if gate_source is not None and low_gate is not None else None,
             compile_lowered(low_source, self._rules[i].flags),
         )
         self._searchers[i] = entry
