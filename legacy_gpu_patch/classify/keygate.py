@@ -17,11 +17,12 @@ name, a quote, ` is undefined`: read from the parsed pattern, _follow) is search
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
 
-__all__ = ["key_gate"]
+__all__ = ["charset_led", "key_gate", "led_gates"]
 
 
 def _group_source(pattern: str, name: str) -> str | None:
@@ -248,3 +249,12 @@ def charset_led(source: str, flags: int) -> str:
     if not first or _END in first:
         return source
     return f"[{''.join(sorted(first))}](?<=(?=(?:{source}))[\\s\\S])"
+
+
+def led_gates(gates: Sequence[tuple[str, int] | None], lows: Sequence[tuple[str | None, str | None]]
+              ) -> tuple[tuple[str | None, str | None], ...]:
+    """Per rule, its gate's source and its lowered twin's (casefold.py, searched case-sensitively) as charset_led
+    writes them: worked out when the rules are prepared (and cached with them), not at every start."""
+    return tuple((None, None) if gate is None else
+                 (charset_led(*gate), charset_led(low, gate[1] & ~re.IGNORECASE) if low is not None else None)
+                 for gate, (_, low) in zip(gates, lows))

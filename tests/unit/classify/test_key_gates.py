@@ -111,14 +111,16 @@ def test_a_charset_led_gate_matches_exactly_where_its_gate_does() -> None:
     lines = corpus_lines()
     prep = prepared(load_rules())
     rewritten = set()
-    for rule, gate, (_, low_gate) in zip(load_rules().rules, prep.gates, prep.lowered):
+    for rule, gate, (_, low_gate), (led_gate, led_low) in zip(load_rules().rules, prep.gates, prep.lowered,
+                                                              prep.led):  # prep.led: what the matcher compiles
         if gate is None:
+            assert (led_gate, led_low) == (None, None)
             continue
-        forms = [(gate[0], gate[1], lines)]
+        forms = [(gate[0], gate[1], lines, led_gate)]
         if low_gate is not None:
-            forms.append((low_gate, gate[1] & ~re.IGNORECASE, [t.lower() for t in lines if t.isascii()]))
-        for source, flags, texts in forms:
-            led = charset_led(source, flags)
+            forms.append((low_gate, gate[1] & ~re.IGNORECASE, [t.lower() for t in lines if t.isascii()], led_low))
+        for source, flags, texts, led in forms:
+            assert led == charset_led(source, flags)
             if led == source:
                 continue
             rewritten.add(rule.id)
