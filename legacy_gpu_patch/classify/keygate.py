@@ -178,9 +178,9 @@ def _follow(items: list[Any], group: int, after: list[Any]) -> set[str] | bool |
     return False
 
 
-def _lookahead(first: set[str] | bool | None) -> str:
+def _lookahead(first: set[str] | None) -> str:
     """The look-ahead that a key group's match is followed by in every match of the rule ('' where unknown)."""
-    if not isinstance(first, set) or not first or (r"\w" in first and r"\W" in first):
+    if not first or (r"\w" in first and r"\W" in first):
         return ""
     chars = "".join(sorted(m for m in first if m != _END))
     end = r"|\Z" if _END in first else ""
@@ -211,11 +211,18 @@ def key_gate(regex: re.Pattern[str]) -> re.Pattern[str] | None:
     if any(p is None for p in parts):
         return None
     whole = list(_sre_parse.parse(src, regex.flags))
-    # re.ASCII would make `\\b` and `\\w` read words otherwise than _WORD does: no look-aheads then
-    tails = [_lookahead(_follow(whole, regex.groupindex[n], [])) if not regex.flags & re.ASCII else ""
-             for n in names]
+    # one alternative per distinct key source (`key`, `key2`, `keyL` are often one name pattern), its look-ahead
+    # the union of what follows each of its groups; none where one of them is not worked out
+    follows: dict[str, set[str] | None] = {}
+    for part, name in zip(parts, names):
+        found = _follow(whole, regex.groupindex[name], [])
+        one = found if isinstance(found, set) and found and not regex.flags & re.ASCII else None
+        if part in follows:
+            before = follows[part]
+            one = None if before is None or one is None else before | one
+        follows[str(part)] = one
     try:
-        return re.compile("|".join(dict.fromkeys(f"(?:{p}){t}" for p, t in zip(parts, tails))), regex.flags)
+        return re.compile("|".join(f"(?:{p}){_lookahead(f)}" for p, f in follows.items()), regex.flags)
     except re.error:  # a named group inside a key group, twice: no gate
         return None
 
