@@ -45,6 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _classify_equal import equal_against  # noqa: E402 - after the path set-up
 from classify_logs import (  # noqa: E402 - after the path set-up; re-exported for the tests
     DENSE_ERRORS,
     DIRS,
@@ -188,53 +189,6 @@ def bench_log(name: str, path: Path, repeat: int, pats: list[str], python_search
         print(f"  --against {against} (process): CPU {spread(other)}; this/against "
               f"{statistics.median(ratios):.2f}x median of the rounds")
     return statistics.median(cpu), statistics.median(other) if other else None
-
-
-_TIMING_FIELDS = frozenset({"started", "duration", "duration_s"})
-
-
-def _untimed(value: object) -> object:
-    """A --json document without the fields that say when and how long (at every level)."""
-    if isinstance(value, dict):
-        return {k: _untimed(v) for k, v in value.items() if k not in _TIMING_FIELDS}
-    if isinstance(value, list):
-        return [_untimed(v) for v in value]
-    return value
-
-
-def _json_of(path: Path, checkout: Path, cache: Path) -> bytes:
-    """`lgpatch classify LOG --json` of `checkout`'s package (run from its root, PYTHONPATH pointing at it, a rule
-    cache of its own), the timing fields removed, re-serialised canonically."""
-    import json
-
-    env = {**os.environ, "PYTHONPATH": str(checkout), "LGPATCH_CACHE": str(cache)}
-    out = subprocess.run([sys.executable, "-m", "legacy_gpu_patch", "classify", str(path), "--json"],
-                         capture_output=True, cwd=checkout, env=env)
-    try:
-        doc = _untimed(json.loads(out.stdout))
-    except ValueError:
-        return b"not JSON (exit %d): %r" % (out.returncode, out.stderr[-400:])
-    return json.dumps(doc, sort_keys=True, ensure_ascii=False).encode() + b" exit %d" % out.returncode
-
-
-def equal_against(other: Path, work: Path, size_mb: int) -> int:
-    """Compare the --json of this checkout and `other` on every log fixture and on generated quiet, error-dense and
-    cmake-tail logs of `size_mb`; prints one line a log, returns the number that differ."""
-    logs = sorted(p for p in (REPO / "tests" / "fixtures" / "logs").rglob("*")
-                  if p.is_file() and p.suffix in (".log", ".corpus"))
-    for name, make in (("quiet", generate), ("dense", generate_dense), ("cmake-tail", generate_cmake_tail)):
-        logs.append(work / f"{name}-{size_mb}mb.log")
-        make(logs[-1], size_mb << 20)
-    differ = 0
-    for log in logs:
-        mine = _json_of(log, REPO, work / "cache-this")
-        theirs = _json_of(log, other, work / "cache-other")
-        same = mine == theirs and b"not JSON" not in mine
-        differ += not same
-        print(f"{'identical' if same else 'DIFFERENT'}  {log.relative_to(REPO) if log.is_relative_to(REPO) else log}"
-              f"  ({len(mine)} bytes of JSON)")
-    print(f"{len(logs) - differ} of {len(logs)} logs identical")
-    return differ
 
 
 _RSS_PROBE = (

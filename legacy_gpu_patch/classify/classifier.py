@@ -163,24 +163,16 @@ class Classifier(KnownLines):
         return self.findings()
 
     def _scan(self, block: bytes, start: int = 0, end: int = -1, base: int | None = None) -> None:
-        """Classify a run of complete lines (block[start:end], ending with b"\\n"), scanned in place.
-
-        The candidate lines come from the trigger search (scan.py), in order; a line the raw fast path decides
-        costs a few C calls. Lines after a finding (context, blocks, joins) are looked at whether they hold a
-        trigger or not. Line numbers are counted once, forward, only up to the lines that need one.
-        """
-        if end < 0:
-            end = len(block)
-        self._block_start = start
-        self._carry_now = tuple(self._carry)  # what _before() hands a line of this chunk: one copy, not one a line
+        """Classify a run of complete lines (block[start:end], ending with b"\\n"), scanned in place: the candidate
+        lines of the trigger search (scan.py) in order, and every line after a finding that a context, block or join
+        wants. Line numbers are counted once, forward, only up to the lines that need one. The loop holds the paths
+        of the commonest lines (a known raw shape, a progress line ending a pending finding); the rest is a call."""
+        end = len(block) if end < 0 else end
         plain = block.isascii()  # then so is every line: _raw_skipped need not ask
-        cands = self._triggers.lines(block, start, end, plain, self._file, base)
-        find = block.find
-        raw_skipped = self._raw_skipped
-        known = self._known
+        cands = self._chunk_candidates(block, start, end, plain, base)
+        find, known, raw_skipped = block.find, self._known, self._raw_skipped
         base = self.lines
-        counted_pos = start
-        counted = 0
+        counted_pos, counted = start, 0
         i, n = 0, len(cands)
         pos = start  # first byte not yet looked at (a line start)
         while pos < end:
@@ -193,55 +185,60 @@ class Classifier(KnownLines):
                 elif self._pending is not None and self._progress_ends_pending(block, s):
                     pos = find(b"\n", s) + 1  # a failing build's commonest line after an error: done with it
                     continue
-                checked = False
-            elif i < n:
-                s, hit = cands[i]
-                i += 1
-                checked = True
-                e = find(b"\n", hit)
-                raw = block[s:e]
-                key = b""  # the raw shape, where it is still to be learnt (known.py)
-                if known is not None:  # a raw shape decided before
-                    found = known.get(raw.translate(RAW_TO_ZERO))
-                    if found is SKIP or found is NOTHING:
-                        pos = e + 1
-                        continue
-                    if found is not None and found is not SLOW:
-                        counted += block.count(b"\n", counted_pos, s)
-                        counted_pos = s
-                        nxt = e + 1
-                        pos = self._known_line(found, base + counted + 1, raw, block, s, nxt,
-                                               nxt < end and (i >= n or cands[i][0] != nxt) and block[nxt] == 91)
-                        if pos >= 0:
-                            continue
-                    if found is None:
-                        key = raw.translate(RAW_TO_ZERO)
-                if raw_skipped(raw, plain):
-                    if key:
-                        self._learn_known(key, raw)
-                    pos = e + 1
-                    continue
-                counted += block.count(b"\n", counted_pos, s)
-                counted_pos = s
-                if e - s <= MATCH_WINDOW:  # what _line() does with it (no context wants it), a call less
-                    text = normalize(raw.decode("utf-8", "replace"), UNPREFIXED_FIRST)
-                    if text:
-                        self._classify(base + counted + 1, text, block, s)
-                else:
-                    self._line(base + counted + 1, block, s, e, hit, checked)
-                if key:
-                    self._learn_known(key, raw)
+                e = find(b"\n", s if hit < 0 else hit)
+                counted, counted_pos = counted + block.count(b"\n", counted_pos, s), s
+                self._line(base + counted + 1, block, s, e, hit, False)
                 pos = e + 1
                 continue
-            else:
+            if i >= n:
                 break
-            e = find(b"\n", s if hit < 0 else hit)
-            counted += block.count(b"\n", counted_pos, s)
-            counted_pos = s
-            self._line(base + counted + 1, block, s, e, hit, checked)
+            s, hit = cands[i]
+            i += 1
+            e = find(b"\n", hit)
             pos = e + 1
+            raw = block[s:e]
+            key = b""  # the raw shape, where it is still to be learnt (known.py)
+            if known is not None:  # a raw shape decided before
+                key = raw.translate(RAW_TO_ZERO)
+                found = known.get(key)
+                if found is SKIP or found is NOTHING:
+                    continue
+                if found is not None and found is not SLOW:
+                    counted, counted_pos = counted + block.count(b"\n", counted_pos, s), s
+                    done = self._known_line(found, base + counted + 1, raw, block, s, pos,
+                                            pos < end and (i >= n or cands[i][0] != pos) and block[pos] == 91)
+                    if done >= 0:
+                        pos = done
+                        continue
+                if found is not None:
+                    key = b""
+            if raw_skipped(raw, plain):
+                if key:
+                    self._learn_known(key, raw)
+                continue
+            counted, counted_pos = counted + block.count(b"\n", counted_pos, s), s
+            self._unknown_line(base + counted + 1, block, raw, key, s, e, hit)
         self.lines = base + counted + block.count(b"\n", counted_pos, end)
         self._keep_tail(block, start, end)
+
+    def _chunk_candidates(self, block: bytes, start: int, end: int, plain: bool, base: int | None
+                          ) -> list[tuple[int, int]]:
+        """The (line start, trigger) pairs of block[start:end] (scan.py), with the per-chunk state set."""
+        self._block_start = start
+        self._carry_now = tuple(self._carry)  # what _before() hands a line of this chunk: one copy, not one a line
+        return self._triggers.lines(block, start, end, plain, self._file, base)
+
+    def _unknown_line(self, number: int, block: bytes, raw: bytes, key: bytes, s: int, e: int, hit: int) -> None:
+        """A candidate line that no context wants, of a raw shape not decided before and not decided on its raw bytes:
+        normalised and classified; its raw shape learnt (`key`, where to learn: known.py)."""
+        if e - s <= MATCH_WINDOW:  # what _line() does with it (no context wants it), a call less
+            text = normalize(raw.decode("utf-8", "replace"), UNPREFIXED_FIRST)
+            if text:
+                self._classify(number, text, block, s)
+        else:
+            self._line(number, block, s, e, hit, True)
+        if key:
+            self._learn_known(key, raw)
 
 
 # --------------------------------------------------------------------------------------------- conveniences

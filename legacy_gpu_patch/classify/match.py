@@ -13,6 +13,7 @@ from typing import Any
 
 from legacy_gpu_patch.classify.casefold import LowMatch
 from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MATCH_WINDOW, _strip_raw_prefixes
+from legacy_gpu_patch.classify.keygate import led_gates
 from legacy_gpu_patch.classify.lead import LeadSteps
 from legacy_gpu_patch.classify.located import LocatedIndex
 from legacy_gpu_patch.classify.prepare import LiteralIndex, compile_gate, compile_lowered, lead_machinery, prepared
@@ -81,6 +82,7 @@ class Matcher(LeadSteps):
         self._no_factors: tuple[Any, ...] = (None,) * len(self._rules)
         self._gate_sources = prep.gates
         self._lowered = prep.lowered or ((None, None),) * len(self._rules)
+        self._led = prep.led
         self._searchers = _rule_searchers(self.rules)
         self._aware = dict(prep.aware)
         self._aware_runs = dict(prep.aware_runs)
@@ -198,9 +200,11 @@ class Matcher(LeadSteps):
     def _searcher(self, i: int) -> tuple[Any, Any, Any]:
         gate_source = self._gate_sources[i]
         low_source, low_gate = self._lowered[i]
+        # the gates led by the characters their matches start with (keygate.charset_led): read as yes or no only
+        led, low_led = self._led[i] if self._led else led_gates([gate_source], [(low_source, low_gate)])[0]
         entry = (
-            compile_gate(gate_source),
-            compile_lowered(low_gate, gate_source[1]) if gate_source is not None else None,
+            compile_gate((led, gate_source[1]) if gate_source is not None and led is not None else None),
+            compile_lowered(low_led, gate_source[1]) if gate_source is not None else None,
             compile_lowered(low_source, self._rules[i].flags),
         )
         self._searchers[i] = entry

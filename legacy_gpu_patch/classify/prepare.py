@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from legacy_gpu_patch.classify.casefold import lowered
 from legacy_gpu_patch.classify.fastpath import _RAW_PREFIX_FIRST, _anchored, necessary_factors
-from legacy_gpu_patch.classify.keygate import key_gate
+from legacy_gpu_patch.classify.keygate import key_gate, led_gates
 from legacy_gpu_patch.classify.normalize import RAW_PREFIX_RE
 from legacy_gpu_patch.classify.rules import Rule, RuleSet
 from legacy_gpu_patch.classify.shapes import digit_blind, digit_contexts, literals_blind
@@ -143,13 +143,13 @@ class Prepared:
     gates: tuple[Optional[tuple[str, int]], ...]  # per rule, its key gate's (pattern, flags)
     aware: tuple[tuple[int, tuple[str, ...]], ...]  # digit-aware units (lead steps, then rules[lead:]), literals
     raw_blind: bool = False  # the raw fast path cannot tell digits apart: its decision is one per line shape
-    # per rule, (its pattern, its key gate's) written to search the lowercased line case-sensitively (casefold.py)
-    lowered: tuple[tuple[Optional[str], Optional[str]], ...] = ()
+    lowered: tuple[tuple[Optional[str], Optional[str]], ...] = ()  # per rule, pattern and gate lowered (casefold.py)
     # per digit-aware unit, the literal runs through which alone it tells digits apart (shapes.digit_contexts)
     aware_runs: tuple[tuple[int, Optional[tuple[str, ...]]], ...] = ()
     # per rule, what a match starting inside a location's path holds there, its pattern's and its lowered twin's
     # (pathcontext.start_contexts; None: not proven, the whole line is searched; () for a rule set not shipped)
     starts: tuple[Optional[tuple[str, ...]], ...] = ()
+    led: tuple[tuple[Optional[str], Optional[str]], ...] = ()  # per rule, `gates` and lowered as searched (led_gates)
 
 
 def _lead_plan(rules: Sequence[Rule], lead: int) -> tuple[LeadStep, ...]:
@@ -246,6 +246,7 @@ def prepare(rules: RuleSet) -> Prepared:
         lowered=lows,
         # read for the shipped rules only, whose reading is cached (~0.12 s): other rule files are read at every start
         starts=tuple(start_contexts(r.regex, low) for r, (low, _) in zip(rules.rules, lows)) if rules.shipped else (),
+        led=led_gates(gates, lows),
     )
 
 

@@ -111,8 +111,9 @@ def test_what_is_read_of_the_patterns_is_cached_equal_to_a_fresh_reading(cache_d
         prepare.prepared.cache_clear()
     assert list(cache_dir.glob("prepared-*.pickle"))
     for p in (cached, again):
-        assert (p.lead, p.raw_skip, p.factors, p.gates, p.aware, p.lowered, p.aware_runs) == (
-            fresh.lead, fresh.raw_skip, fresh.factors, fresh.gates, fresh.aware, fresh.lowered, fresh.aware_runs)
+        assert (p.lead, p.raw_skip, p.factors, p.gates, p.aware, p.lowered, p.aware_runs, p.led) == (
+            fresh.lead, fresh.raw_skip, fresh.factors, fresh.gates, fresh.aware, fresh.lowered, fresh.aware_runs,
+            fresh.led)
         assert (p.index.source, p.index.always, p.index.implied) == (
             fresh.index.source, fresh.index.always, fresh.index.implied)
-    assert fresh.aware and len(fresh.gates) == len(shipped.rules)
+    assert fresh.aware and len(fresh.gates) == len(shipped.rules) == len(fresh.led)
