@@ -9,8 +9,8 @@ DIR is a `pip install --target` folder of lgpatch's Chainer wheel (its CuPy comp
 _get_simple_reduction_kernel renders it). Variants: the template as it is, and with the input indexer's
 per-element division by each dimension's size replaced by a multiply-and-shift with divisors computed once per
 thread (Granlund-Montgomery), each checked against NumPy. Per shape it runs the launch shapes worth comparing
-(block_stride: outputs per block; nsplit: blocks per group of outputs; for a template that reads bit 16 of
-_block_stride, also the rows layout: each output's lanes neighbouring threads) and prints median milliseconds and
+(block_stride: outputs per block; nsplit: blocks per group of outputs; for a template that has it, also the
+rows layout: each output's lanes neighbouring threads) and prints median milliseconds and
 the share of the device-to-device copy bandwidth measured in the same run (bytes = the input, read once). A
 template that already divides by multiply and shift is timed as it is. Its first run (docs/gpu-proofs.md,
 session 8, call 5) took the copy from CuPy's own copy kernel, a quarter of it.
@@ -150,8 +150,11 @@ def main() -> int:
     copy_gbs = 2 * big.nbytes / copy_ms / 1e6
     print(f"copy bandwidth {copy_gbs:.1f} GB/s", flush=True)
     # (case, input shape, reduced axes, launch shapes (block_stride, nsplit, rows layout) to time). The rows layout
-    # (bit 16 of _block_stride) exists only in templates that read it.
-    rows = "_block_stride & 0x10000" in template(pxi, False)
+    # exists only in templates that have it: cupy-reduction-layout's as merged compiles it under a define in the
+    # kernel's preamble; its first version (session 9, calls 2 and 4) read bit 16 of _block_stride at run time.
+    text = template(pxi, False)
+    rows_by_bit = "_block_stride & 0x10000" in text
+    rows = rows_by_bit or "#ifdef _LG_ROWS_LAYOUT" in text
     cases = [
         ("last-axis sum 65536x1024", (65536, 1024), (1,),
          [(4, 1, False), (8, 1, False), (16, 1, False)] + ([(4, 1, True), (8, 1, True), (16, 1, True),
@@ -176,13 +179,17 @@ def main() -> int:
         for fastdiv in fastdivs:
             name = f"lg_variant_{'fastdiv' if fastdiv else 'as_is'}"
             source = head + kernel_source(pxi, fastdiv, xt.ndim, name)
-            kern = cupy.cuda.compile_with_cache(source).get_function(name)
+            kerns = {by_rows: cupy.cuda.compile_with_cache(
+                source if rows_by_bit or not by_rows else "#define _LG_ROWS_LAYOUT 1\n" + source).get_function(name)
+                for by_rows in {launch[2] for launch in launches}}
             for stride, nsplit, by_rows in launches:
+                kern = kerns[by_rows]
                 out = cupy.empty(out_shape, numpy.float32)
                 groups = -(-out.size // stride)
                 grid = groups * nsplit if nsplit > 1 else min(groups, 65536)
-                kargs = [xt, out, Indexer(xt.shape), Indexer(out_shape), numpy.int32(stride | (by_rows << 16)),
-                         part, count, numpy.int32(nsplit)]
+                bit = 1 << 16 if by_rows and rows_by_bit else 0
+                kargs = [xt, out, Indexer(xt.shape), Indexer(out_shape), numpy.int32(stride | bit), part, count,
+                         numpy.int32(nsplit)]
 
                 def launch(kern=kern, grid=grid, kargs=kargs):
                     kern((grid,), (512,), kargs, shared_mem=32 * 512)

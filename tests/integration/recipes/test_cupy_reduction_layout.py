@@ -211,9 +211,9 @@ def old_stride(in_size: int, out_size: int) -> int:
     return max(1, 512 // (1 << int.bit_length(int(in_size // out_size - 1))))
 
 
-ROWS = 0x10000  # bit 16 of the kernel's _block_stride: the rows layout
+ROWS = 0x10000  # bit 16 of _lg_layout_block_stride's answer: the rows layout (a define in the kernel's preamble)
 
-LAYOUTS = [  # (shape, reduced axes, the view, the kernel's _block_stride wanted)
+LAYOUTS = [  # (shape, reduced axes, the view, _lg_layout_block_stride's answer wanted)
     ((6272, 1024), (0,), "C", 32),    # x.sum(axis=0): 32 neighbouring outputs a block
     ((300, 40), (0,), "C", 32),
     ((6272, 1024), (1,), "C", 32 | ROWS),  # rows of 1024: 32 a block in the rows layout, 64 elements a thread
