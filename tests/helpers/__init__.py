@@ -41,6 +41,14 @@ def network_available() -> bool:
     return _NETWORK
 
 
+def remove_venv(venv: Path) -> None:
+    """Remove a virtual environment a module's tests are done with. The chainer builds' venvs hold ~3 GB of CUDA
+    wheels each; kept to the end of the run, with pytest's last runs beside them, they filled a CI machine's disk
+    (`No space left on device` in pip). LGPATCH_KEEP_TEST_VENVS=1 keeps them for a look after the run."""
+    if not os.environ.get("LGPATCH_KEEP_TEST_VENVS"):
+        shutil.rmtree(venv, ignore_errors=True)
+
+
 def git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t"}

@@ -16,19 +16,21 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import requires_nvcc, run_cli_subprocess
+from helpers import remove_venv, requires_nvcc, run_cli_subprocess
 
 pytestmark = [pytest.mark.integration, pytest.mark.network, pytest.mark.slow, requires_nvcc]
 
 
 @pytest.fixture(scope="module")
-def job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
+def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int, str]]:
     reuse = os.environ.get("LGPATCH_CI_OUT")
     if reuse:
-        return Path(reuse), 0, "(reused)"
+        yield Path(reuse), 0, "(reused)"
+        return
     root = tmp_path_factory.mktemp("ci-chainer")
     python = os.environ.get("LGPATCH_CHAINER_BUILD_PYTHON")
     if not python:
@@ -37,7 +39,9 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
     env = {"LGPATCH_CACHE": str(root / "cache"), "MAX_JOBS": "2"}
     proc = run_cli_subprocess("ci", "chainer-1.24", "--cuda", "13.0", "--out", root / "job", "--build-python",
                               python, "-j", "2", "--quiet", env=env, timeout=5400)
-    return root / "job", proc.returncode, proc.stdout + proc.stderr
+    yield root / "job", proc.returncode, proc.stdout + proc.stderr
+    remove_venv(root / "build-venv")
+    remove_venv(root / "job" / "smoke-venv")
 
 
 def test_ci_job_succeeds_with_a_labelled_repaired_wheel(job: tuple[Path, int, str]) -> None:

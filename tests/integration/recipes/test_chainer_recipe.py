@@ -26,11 +26,12 @@ import runpy
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import REPO, git, requires_nvcc, run_cli_subprocess
+from helpers import REPO, git, remove_venv, requires_nvcc, run_cli_subprocess
 
 from legacy_gpu_patch.config import conditions
 from legacy_gpu_patch.config.patchset import PatchBody
@@ -85,14 +86,15 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     root = tmp_path_factory.mktemp("chainer")
     reuse = os.environ.get("LGPATCH_CHAINER_BUILT_TREE")
     if reuse:
         tree, python = Path(reuse), Path(os.environ.get("LGPATCH_CHAINER_BUILD_PYTHON") or sys.executable)
         wheels = sorted((tree / "dist").glob("chainer-1.24.0-*.whl"))
         assert len(wheels) == 1, wheels
-        return Built(tree, wheels[0], python, tree / "build" / "lgpatch" / "driver-stub", "(reused)")
+        yield Built(tree, wheels[0], python, tree / "build" / "lgpatch" / "driver-stub", "(reused)")
+        return
     tree = root / "tree"
     env = {"LGPATCH_CACHE": str(root / "cache"), "MAX_JOBS": "2"}  # 2 cores shared: never more than -j2
     applied = run_cli_subprocess("apply", RECIPE, "--workdir", tree, "--strict", env=env, timeout=900)
@@ -106,11 +108,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     assert build.returncode == 0, f"lgpatch build failed:\n{log[-6000:]}"
     wheels = sorted((tree / "dist").glob("chainer-1.24.0-*.whl"))
     assert len(wheels) == 1, f"expected one wheel in {tree / 'dist'}, found {wheels}"
-    return Built(tree, wheels[0], python, tree / "build" / "lgpatch" / "driver-stub", log)
+    yield Built(tree, wheels[0], python, tree / "build" / "lgpatch" / "driver-stub", log)
+    remove_venv(root / "build-venv")
 
 
 @pytest.fixture(scope="module")
-def run_python(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def run_python(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A fresh venv with the built wheel installed the normal way (its requirements pull the CUDA wheels)."""
     root = tmp_path_factory.mktemp("run")
     python = _venv(root / "venv")
@@ -118,7 +121,8 @@ def run_python(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
     constraints.write_text("\n".join(_pins()) + "\n")
     proc = _run([python, "-m", "pip", "install", "--disable-pip-version-check", "-c", constraints, built.wheel])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return python
+    yield python
+    remove_venv(root / "venv")
 
 
 requires_cuda_toolkit = requires_nvcc
