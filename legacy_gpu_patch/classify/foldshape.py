@@ -102,8 +102,8 @@ def _shifted(spans: tuple[tuple[int, int], ...], by: int, token: int) -> tuple[t
 class PathFold:
     """The decisions of a Matcher's new located shapes, through their folded shapes (module docstring)."""
 
-    __slots__ = ("_always", "_heads", "_interned", "_literals", "_location_path", "_orders", "_regex", "_strings",
-                 "_unit_of", "contexts", "folded", "held")
+    __slots__ = ("_always", "_contained", "_finder", "_heads", "_interned", "_literals", "_location_path", "_orders",
+                 "_regex", "_unit_of", "contexts", "folded", "held")
 
     def __init__(self, folded: ShapeCache) -> None:
         """`folded`: a ShapeCache of the matcher's, for folded lines (it must not fold: a folded line folds to
@@ -112,7 +112,8 @@ class PathFold:
         self.contexts: _Units = ()
         self._location_path: Any = None
         self._always: frozenset[int] = frozenset()
-        self._strings: tuple[str, ...] = ()  # every unit's strings, each tested once a head
+        self._finder: Any = None  # every unit's strings, searched once a head (_present)
+        self._contained: dict[str, frozenset[str]] = {}
         self._regex: dict[str, frozenset[int]] = {}  # a pattern's context -> its units
         self._literals: dict[str, frozenset[int]] = {}  # a prefilter literal that can start in a path -> its units
         self._heads: dict[str, tuple[str, frozenset[int]]] = {}
@@ -123,19 +124,23 @@ class PathFold:
 
     def _load(self, matcher: Matcher) -> None:
         from legacy_gpu_patch.classify.pathfold import location_path
-        from legacy_gpu_patch.classify.prepare import prepared
+        from legacy_gpu_patch.classify.prepare import _trie, prepared
 
         self.contexts = contexts = shipped_contexts(matcher.rules, prepared(matcher.rules).lead)
         self._always = frozenset(u for u, c in enumerate(contexts) if c is None)
         regex: dict[str, set[int]] = {}
         literals: dict[str, set[int]] = {}
         for u, both in enumerate(contexts):
-            for table, strings in zip((regex, literals), both or ((), ())):
-                for string in strings:
+            for table, read in zip((regex, literals), both or ((), ())):
+                for string in read:
                     table.setdefault(string, set()).add(u)
         self._regex = {k: frozenset(v) for k, v in regex.items()}
         self._literals = {k: frozenset(v) for k, v in literals.items()}
-        self._strings = tuple({*regex, *literals})
+        strings = sorted({*regex, *literals})
+        # each string a head holds, in one search (a trie, as prepare.LiteralIndex searches a line): the longest
+        # string found at each position stands for every string it starts with, and so for all it contains
+        self._finder = re.compile("(?=(" + _trie(strings) + "))").findall if strings else None
+        self._contained = {x: frozenset(o for o in strings if o in x) for x in strings}
         # the unit of each rule a hit can name (a merged lead step's members: the step's)
         steps = matcher._lead_steps
         for j, (rule, group, _) in enumerate(steps):
@@ -146,6 +151,13 @@ class PathFold:
             self._unit_of[id(rules.rules[i])] = len(steps) + i - rules.lead
         self._location_path = location_path
 
+    def _present(self, text: str) -> set[str]:
+        """The strings of the units' contexts that `text` holds."""
+        if self._finder is None:
+            return set()
+        contained = self._contained
+        return {s for found in set(self._finder(text)) for s in contained[found]}
+
     def _head(self, head: str) -> tuple[str, frozenset[int]]:
         """(the fold token for a head, the units aware on it). The token is a PATH made of the head's literals
         that are PATH characters, `a/b/p.c`, so that a unit selected on the line through a literal of its path is
@@ -154,10 +166,10 @@ class PathFold:
         two heads and not in the other (then it may be selected on one line only)."""
         found = self._heads.get(head)
         if found is None:
-            present = {s for s in self._strings if s in head}
+            present = self._present(head)
             words = sorted(s for s in present if s in self._literals and _PATH_ONLY.fullmatch(s))
             token = "".join(w + "/" for w in words) + FOLD_TOKEN
-            mine = {s for s in self._strings if s in token + head[-1]}
+            mine = self._present(token + head[-1])
             units = set(self._always)
             for s in present | mine:
                 units |= self._regex.get(s, frozenset())

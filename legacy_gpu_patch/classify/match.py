@@ -90,10 +90,9 @@ class Matcher(LeadSteps):
         self._matched = 0  # lines matched the plain way; past SHAPES_AFTER, by shape
         self._use_shapes = use_shapes
         self._shapes: ShapeCache | None = None
-        # foldshape.py: a new located shape decided through its folded shape (the same decision). Off: with the
-        # five rules an error-dense log tries on most lines still path-aware it costs what plain_match does, plus
-        # its own look-ups (docs/errors.md, the ninth session); tests run it against the plain path
-        self.fold_paths = False
+        # foldshape.py: a new located shape decided through its folded shape (the same decision; False: the plain
+        # path, which tests compare it with)
+        self.fold_paths = True
         # the index's strings the line of the last plain_match() holds (an ASCII line whose lead rules all missed)
         self.held: frozenset[str] | None = None
         # the raw fast path's decision per raw line shape (digits written 0), where it cannot tell digits apart

@@ -38,6 +38,14 @@ PATHS = ["/src/pytorch/aten/src/ATen/native/cuda/SortImpl.cu", "/src/error/a.cpp
          "/src/undefined_reference.cc", "/a/kernel_launch_check.cu", "/q/__cuda_arch__.cuh", "/a/std/b.hpp"]
 
 
+# lines whose path decides a rule that reads it (the rule is then tried on the line itself)
+PATH_DECIDES = ["cmake_cuda_compiler.h:1:2: is not a full path", "/cusparseSfoo.cu:3:4: x was removed",
+                "/src/error/a.cpp:1:2: 'numeric_limits'ist kein Element von'std'\u200b",
+                "src/identifiercusparsex.cu:1:2: is undefined", "/a/torch.cu(4): module 'torch' has no attribute 'x'",
+                "/b/cusparseScsrmm2.cu:5:6: error: identifier \"y\" is undefined", "error.c:1: fatal: x",
+                "/a/cudnn/b.cpp:1:2: error: 'cudnnGetConvolutionForwardAlgorithm' was not declared in this scope"]
+
+
 def _matcher() -> Matcher:
     """A matcher as the shape cache finds it on an error-dense log: its literal index's trie compiled."""
     m = Matcher()
@@ -51,7 +59,7 @@ def _located_lines(seed: int, count: int) -> list[str]:
     rnd = random.Random(seed)
     rests = message_lines()
     lines = [p + t + r for p in PATHS for t in TAILS for r in rnd.sample(rests, 8)]
-    lines += [rnd.choice(PATHS) + rnd.choice(TAILS) + rnd.choice(rests) for _ in range(count)]
+    lines += [rnd.choice(PATHS) + rnd.choice(TAILS) + rnd.choice(rests) for _ in range(count)] + PATH_DECIDES
     return [t for t in lines if location_path(t)]
 
 
@@ -88,9 +96,12 @@ def test_the_rules_an_error_dense_log_tries_most_are_aware_and_a_literal_only_ru
     contexts = unit_contexts(rules, prep.lead)
     steps = len(prep.lead)
     by_id = {r.id: contexts[steps + i - rules.lead] for i, r in enumerate(rules.rules) if i >= rules.lead}
-    for aware in ("compiler-error", "cusparse-removed", "cusparse-csrmm2-removed", "cuda-compiler-not-found"):
-        assert by_id[aware] is None, aware
+    assert by_id["compiler-error"] is None  # its optional location prefix `\S.*?` reads the path from 0
     assert contexts[0] is None  # the merged lead exceptions (command echoes, progress lines)
+    # read through the strings a match starting in the path holds there (pathcontext._prefix_inside)
+    assert by_id["cuda-compiler-not-found"] == (("cmake_cuda_compiler",), ("cuda", "nvcc"))
+    removed = by_id["cusparse-removed"]
+    assert removed is not None and {"cusparse", "error", "fatal"} <= set(removed[0])
     assert by_id["torch-python-api-removed"] == ((), ("torch",))  # only its literal can lie in a path
     cuda_api = by_id["cuda-api-removed"]
     assert cuda_api is not None and "error" in cuda_api[0]  # its `^(?=.*\berror\b)` branch reads `error` in a path
