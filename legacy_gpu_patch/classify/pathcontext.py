@@ -20,8 +20,8 @@ alternatives miss; from the location on, the texts are alike.
 
 Such an alternative need not end before the digit (`_prefix_inside`): its leading items that the walk follows
 without reaching the location's digit are matched, from a start in a path, within the path and its `:`/`(`, so one
-of their required strings is there (`CMAKE_CUDA_COMPILER` of `CMAKE_CUDA_COMPILER:?\s*\S*...`, `cusparse` of
-`^(?!...)\W*cusparse\w+\b.*...`). A top-level group whose body is one branch, naming or scoping IGNORECASE only,
+of their required strings is there (`CMAKE_CUDA_COMPILER` of `CMAKE_CUDA_COMPILER:?\\s*\\S*...`, `cusparse` of
+`^(?!...)\\W*cusparse\\w+\\b.*...`). A top-level group whose body is one branch, naming or scoping IGNORECASE only,
 is read as its alternatives (`_split`: a merged lead step, a rule written `(?P<key>A|B|...)`).
 """
 

@@ -255,14 +255,20 @@ class ShapeCache:
         return found
 
     def _learn(self, matcher: Matcher, text: str, shape: bytes) -> Hit | None:
-        """A shape not seen yet: the plain path decides the line (or, where it starts with a location, its folded
-        shape and the rules that could see its path: foldshape.py); the shape's entry is kept for the next ones."""
+        """A shape not seen yet: the plain path (or, for a located line, its folded shape: foldshape.py) decides
+        the line; the shape's entry is kept for the next ones."""
         found = NOT_FOLDED if self.fold is None else self.fold.decide(matcher, text)
         if found is NOT_FOLDED:
             found = matcher.plain_match(text)
             held = matcher.held  # the index's strings this line holds, where plain_match searched them
         else:
             held = self.fold.held
+        self.store(text, shape, found, held)
+        return None if found is None else (found[1], found[2])
+
+    def store(self, text: str, shape: bytes, found: tuple[int, Rule, RuleMatch] | None,
+              held: frozenset[str] | None) -> None:
+        """Keep a new shape's entry: `found`, plain_match(text); `held`, the index's strings text holds, or None."""
         # the rule that decides the line: the blind rules before it miss the line, so its shape too; if it is an
         # aware one, lines of this shape try it on themselves (and take the plain path where it misses them)
         first = _END if found is None else found[0]
@@ -298,4 +304,3 @@ class ShapeCache:
             self.entries[shape] = (first, tuple(worth), found[1], m.re, spans, needs)
         else:
             self.entries[shape] = (first, tuple(worth), None, None, (), ())
-        return None if found is None else (found[1], found[2])
