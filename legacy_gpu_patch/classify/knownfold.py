@@ -97,7 +97,7 @@ class FoldedLines(KnownLines):
         # the line's shape learnt as the long way learns it (shapes.py, known.py): its next lines are known lines
         shape = key if plain != QUOTED else key.translate(_BACKQUOTE)
         shapes.store(text, shape, None if hit is True else (first, hit[0], hit[1]), fold.held)
-        self._learn_known(key, raw)
+        self._learn_known(key, raw, plain)
         if hit is True or hit[0].exception:
             return nxt
         return self._take_folded(hit[0], hit[1], lineno, text, block, s, nxt, progress_next)
