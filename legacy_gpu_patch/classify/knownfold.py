@@ -20,8 +20,11 @@ as PathFold.decide would, where all of this holds (else the long way, as before)
 
 The finding is then the entry's, with its spans shifted by `cut - len(token)` (known to lie past the token:
 foldshape._shifted), counted, recorded or left waiting as Collector._classify and KnownLines._known_line do. The
-line's own raw shape is not learnt (its next line of that shape comes here again). tests/unit/classify/
-test_known_folded.py compares findings, counts and contexts with the long way.
+line's raw shape is learnt, so that its next lines are known lines (~2 us): straight from this decision where its
+path holds no digit (every line of the raw shape has this path), the aware units tried are digit-blind and no digit
+string of the entry can start in the fold token (`_learn_folded`); else as the long way learns it (a shape-cache
+entry: ShapeCache.store; then KnownLines._learn_known). tests/unit/classify/test_known_folded.py compares findings,
+counts and contexts with the long way.
 """
 
 from __future__ import annotations
@@ -33,13 +36,16 @@ from legacy_gpu_patch.classify.casefold import SpanMatch
 from legacy_gpu_patch.classify.collect import WRAP_MIN, _Pending
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
 from legacy_gpu_patch.classify.foldshape import _shifted
-from legacy_gpu_patch.classify.known import QUOTED, KnownLines, _strings, plain_shape
+from legacy_gpu_patch.classify.known import NOTHING, QUOTED, KnownLines, _key_span, _strings, plain_shape
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
-from legacy_gpu_patch.classify.shapes import _END, RAW_TO_ZERO
+from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, RAW_TO_ZERO
 
 __all__ = ["FoldedLines"]
 
 _BACKQUOTE = bytes.maketrans(b"`", b"'")
+_DIGIT = re.compile(rb"[0-9]")
+# _learn_folded's tests that do not depend on the line: (aware units, decider, digit strings, token's head) -> ok
+_ALIKE: dict[tuple[frozenset[int], int, tuple[str, ...], str], bool] = {}
 
 
 class FoldedLines(KnownLines):
@@ -94,13 +100,49 @@ class FoldedLines(KnownLines):
             if moved is None:
                 return -1
             hit = rule, SpanMatch(regex, text, moved)
-        # the line's shape learnt as the long way learns it (shapes.py, known.py): its next lines are known lines
-        shape = key if plain != QUOTED else key.translate(_BACKQUOTE)
-        shapes.store(text, shape, None if hit is True else (first, hit[0], hit[1]), fold.held)
-        self._learn_known(key, raw, plain)
+        # the line's raw shape learnt, so that its next lines are known lines: straight from this decision where it
+        # holds for them all, else as the long way learns it (shapes.py, known.py)
+        if not self._learn_folded(key, raw, plain, cut, token + low[cut], aware, first, kept, hit):
+            shape = key if plain != QUOTED else key.translate(_BACKQUOTE)
+            shapes.store(text, shape, None if hit is True else (first, hit[0], hit[1]), fold.held)
+            self._learn_known(key, raw, plain)
         if hit is True or hit[0].exception:
             return nxt
         return self._take_folded(hit[0], hit[1], lineno, text, block, s, nxt, progress_next)
+
+    def _learn_folded(self, key: bytes, raw: bytes, plain: int, cut: int, head: str, aware: frozenset[int],
+                      first: int, kept: tuple[str, ...], hit: Any) -> bool:
+        """Keep this line's decision for every line of its raw shape `key`, where it holds for them all: their path
+        is this one (it holds no digit), the units aware on it that were tried are digit-blind (they decide every
+        line of the shape alike), and the entry's digit strings `kept`, tested on a line, are in it where they are
+        in its folded line (none can start in the fold token's `head`: it holds no digit, so a string holding one
+        would run from its end into the location's digits). Then a line holding none of them is decided as the
+        folded entry decides it (KnownLines._known_line tests them). False: nothing kept."""
+        known, raw_shapes, shapes = self._known, self._raw_shapes, self._shapes
+        if known is None or raw_shapes is None or shapes is None or raw_shapes.get(key) is not False:
+            return False  # known lines off, or not the shape _raw_skipped just decided (its table started again)
+        if _DIGIT.search(raw, 0, cut + 1):
+            return False
+        ok = _ALIKE.get((aware, first, kept, head))
+        if ok is None:
+            ok = not any(u <= first for u in aware & shapes.units) and not any(
+                head.endswith(t[:j]) for t in kept for j in range(1, len(t)))
+            if len(_ALIKE) >= MAX_SHAPES:
+                _ALIKE.clear()
+            _ALIKE[aware, first, kept, head] = ok
+        if not ok:
+            return False
+        if hit is True or hit[0].exception:
+            found: Any = (None, None, (), False, kept, None, plain == QUOTED) if kept else NOTHING
+        else:
+            rule, m = hit
+            spans = m.regs
+            found = (rule, m.re, spans, rule.generic or len(raw) >= WRAP_MIN, kept, _key_span(rule, m.re, spans),
+                     plain == QUOTED)
+        if len(known) >= MAX_SHAPES:
+            known.clear()
+        known[key] = found
+        return True
 
     def _aware_first(self, fold: Any, text: str, low: str, cut: int, aware: frozenset[int], first: int) -> Any:
         """The units aware on the line's head, tried on the line before F's decider `first`: True where none

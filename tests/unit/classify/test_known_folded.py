@@ -85,3 +85,31 @@ def test_a_live_display_hears_of_a_folded_line_as_of_the_long_ways(tmp_path: Pat
         c.on_finding = lambda f, new, fold=fold: seen[fold].append((f.key, f.count, new))
         classify_stream(io.BytesIO(log), c)
     assert seen[True] == seen[False] and len(seen[True]) > 300
+
+
+def test_a_raw_shape_learnt_from_its_folded_decision_decides_its_next_lines_as_the_long_way(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    learnt = {True: 0, False: 0}
+    original = knownfold.FoldedLines._learn_folded
+
+    def counted(self: Any, *args: Any) -> bool:
+        ok = original(self, *args)
+        learnt[ok] += 1
+        return ok
+
+    monkeypatch.setattr(knownfold.FoldedLines, "_learn_folded", counted)
+    # lines of one path and message, the message's digits changed: some hold `csrmm2`, `C2664` (a digit string of
+    # their entry: the long way), some not; paths with digits (learnt the long way) and without
+    rnd = random.Random(5)
+    messages = ["{p}({l}): error: identifier \"cusparseScsrmm{i}\" is undefined",
+                "{p}:{l}:{c}: error: no matching function for call to 'f{i}(int)' C{i}",
+                "{p}:{l}:{c}: error: 'sym{i}' was not declared in this scope"]
+    paths = ["/src/a/Sort.cu", "/src/c10/cuda/Loss.cu", "/src/error/x.cpp", "/src/torch/impl/y.cpp"]
+    lines = [rnd.choice(messages).format(p=rnd.choice(paths), l=rnd.randint(1, 999), c=rnd.randint(1, 99),
+                                         i=rnd.choice([2, 21, 2664, 2665, 5, 77, 123])) for _ in range(20_000)]
+    log = "".join(f"[{i}/9] Building CXX object x.o\n{t}\n" for i, t in enumerate(lines)).encode()
+    _, dense, _ = bench_logs(tmp_path, 1_000_000)
+    for data in (log, dense):
+        for caps in ({}, {"max_findings": 7, "max_occurrences": 2}):
+            assert summary(_run(data, True, **caps)) == summary(_run(data, False, **caps))
+    assert learnt[True] > 100 and learnt[False] > 100
