@@ -103,7 +103,7 @@ class PathFold:
     """The decisions of a Matcher's new located shapes, through their folded shapes (module docstring)."""
 
     __slots__ = ("_always", "_contained", "_finder", "_heads", "_interned", "_literals", "_location_path", "_orders",
-                 "_regex", "_unit_of", "contexts", "folded", "held")
+                 "_regex", "_unit_of", "contexts", "digit_shapes", "folded", "held", "memo")
 
     def __init__(self, folded: ShapeCache) -> None:
         """`folded`: a ShapeCache of the matcher's, for folded lines (it must not fold: a folded line folds to
@@ -121,6 +121,8 @@ class PathFold:
         self._orders: dict[tuple[frozenset[str], frozenset[int]], tuple[int, ...]] = {}
         self._unit_of: dict[int, int] = {}
         self.held: frozenset[str] | None = None
+        self.digit_shapes: tuple[str, ...] = ()  # the shapes of the context strings that hold a digit
+        self.memo: dict[Any, bool] = {}  # knownfold's tests that depend on this fold's units only
 
     def _load(self, matcher: Matcher) -> None:
         from legacy_gpu_patch.classify.pathfold import location_path
@@ -141,6 +143,8 @@ class PathFold:
         # string found at each position stands for every string it starts with, and so for all it contains
         self._finder = re.compile("(?=(" + _trie(strings) + "))").findall if strings else None
         self._contained = {x: frozenset(o for o in strings if o in x) for x in strings}
+        zero = str.maketrans("123456789", "000000000")
+        self.digit_shapes = tuple({x.translate(zero) for x in strings if any(ch.isdigit() for ch in x)})
         # the unit of each rule a hit can name (a merged lead step's members: the step's)
         steps = matcher._lead_steps
         for j, (rule, group, _) in enumerate(steps):

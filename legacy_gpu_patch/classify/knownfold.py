@@ -43,9 +43,7 @@ from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, RAW_TO_ZERO
 __all__ = ["FoldedLines"]
 
 _BACKQUOTE = bytes.maketrans(b"`", b"'")
-_DIGIT = re.compile(rb"[0-9]")
-# _learn_folded's tests that do not depend on the line: (aware units, decider, digit strings, token's head) -> ok
-_ALIKE: dict[tuple[frozenset[int], int, tuple[str, ...], str], bool] = {}
+_TO_ZERO = str.maketrans("123456789", "000000000")
 
 
 class FoldedLines(KnownLines):
@@ -102,7 +100,7 @@ class FoldedLines(KnownLines):
             hit = rule, SpanMatch(regex, text, moved)
         # the line's raw shape learnt, so that its next lines are known lines: straight from this decision where it
         # holds for them all, else as the long way learns it (shapes.py, known.py)
-        if not self._learn_folded(key, raw, plain, cut, token + low[cut], aware, first, kept, hit):
+        if not self._learn_folded(fold, key, raw, plain, low[: cut + 1], token + low[cut], aware, first, kept, hit):
             shape = key if plain != QUOTED else key.translate(_BACKQUOTE)
             shapes.store(text, shape, None if hit is True else (first, hit[0], hit[1]), fold.held)
             self._learn_known(key, raw, plain)
@@ -110,26 +108,30 @@ class FoldedLines(KnownLines):
             return nxt
         return self._take_folded(hit[0], hit[1], lineno, text, block, s, nxt, progress_next)
 
-    def _learn_folded(self, key: bytes, raw: bytes, plain: int, cut: int, head: str, aware: frozenset[int],
-                      first: int, kept: tuple[str, ...], hit: Any) -> bool:
-        """Keep this line's decision for every line of its raw shape `key`, where it holds for them all: their path
-        is this one (it holds no digit), the units aware on it that were tried are digit-blind (they decide every
-        line of the shape alike), and the entry's digit strings `kept`, tested on a line, are in it where they are
-        in its folded line (none can start in the fold token's `head`: it holds no digit, so a string holding one
+    def _learn_folded(self, fold: Any, key: bytes, raw: bytes, plain: int, path: str, head: str,
+                      aware: frozenset[int], first: int, kept: tuple[str, ...], hit: Any) -> bool:
+        """Keep this line's decision for every line of its raw shape `key`, where it holds for them all: their
+        paths (`path`: this line's, lowered, with its `:`/`(`) hold the units' contexts this one holds (none holding
+        a digit has its shape in the path's shape: a string without one is in every path of the shape alike), so
+        they have its fold token and aware units; the aware units that were tried are digit-blind (they decide
+        every line of the shape alike); and the entry's digit strings `kept`, tested on a line, are in it where they
+        are in its folded line (none can start in the token's `head`: it holds no digit, so a string holding one
         would run from its end into the location's digits). Then a line holding none of them is decided as the
         folded entry decides it (KnownLines._known_line tests them). False: nothing kept."""
         known, raw_shapes, shapes = self._known, self._raw_shapes, self._shapes
         if known is None or raw_shapes is None or shapes is None or raw_shapes.get(key) is not False:
             return False  # known lines off, or not the shape _raw_skipped just decided (its table started again)
-        if _DIGIT.search(raw, 0, cut + 1):
-            return False
-        ok = _ALIKE.get((aware, first, kept, head))
+        memo = fold.memo  # the tests that do not depend on the line, per path, and per units and strings
+        alike = memo.get(path)
+        if alike is None:
+            shape = path.translate(_TO_ZERO)
+            alike = memo[path] = not any(s in shape for s in fold.digit_shapes)
+        ok = memo.get((aware, first, kept, head)) if alike else False
         if ok is None:
-            ok = not any(u <= first for u in aware & shapes.units) and not any(
+            ok = memo[aware, first, kept, head] = not any(u <= first for u in aware & shapes.units) and not any(
                 head.endswith(t[:j]) for t in kept for j in range(1, len(t)))
-            if len(_ALIKE) >= MAX_SHAPES:
-                _ALIKE.clear()
-            _ALIKE[aware, first, kept, head] = ok
+        if len(memo) >= MAX_SHAPES:
+            memo.clear()
         if not ok:
             return False
         if hit is True or hit[0].exception:
