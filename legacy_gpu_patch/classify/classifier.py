@@ -27,7 +27,8 @@ from typing import Any, BinaryIO
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
 from legacy_gpu_patch.classify.findings import Finding, Occurrence
 from legacy_gpu_patch.classify.grepfile import FileSearch
-from legacy_gpu_patch.classify.known import NOTHING, SKIP, SLOW, KnownLines
+from legacy_gpu_patch.classify.known import NOTHING, SKIP, SLOW
+from legacy_gpu_patch.classify.knownfold import FoldedLines
 from legacy_gpu_patch.classify.normalize import normalize, strip_prefixes
 from legacy_gpu_patch.classify.rules import CATEGORIES, Rule, RuleSet, load_rules, rule_files
 from legacy_gpu_patch.classify.scan import TriggerSearch
@@ -42,7 +43,7 @@ SMALL_CHUNK = 256 << 10  # below this a chunk is joined to the open line of the 
 CHUNK = 4 << 20  # a file is read in chunks this big: with GNU grep searching them, one process per 4 MiB (grepscan)
 
 
-class Classifier(KnownLines):
+class Classifier(FoldedLines):
     """Feed bytes (any chunking); read `findings()`. Line numbers are 1-based lines of everything fed."""
 
     def __init__(
@@ -166,7 +167,7 @@ class Classifier(KnownLines):
         """Classify a run of complete lines (block[start:end], ending with b"\\n"), scanned in place: the candidate
         lines of the trigger search (scan.py) in order, and every line after a finding that a context, block or join
         wants. Line numbers are counted once, forward, only up to the lines that need one. The loop holds the paths
-        of the commonest lines (a known raw shape, a progress line ending a pending finding); the rest is a call."""
+        of the commonest lines (a known raw shape or folded shape, a progress line ending a pending finding)."""
         end = len(block) if end < 0 else end
         plain = block.isascii()  # then so is every line: _raw_skipped need not ask
         cands = self._chunk_candidates(block, start, end, plain, base)
@@ -203,10 +204,11 @@ class Classifier(KnownLines):
                 found = known.get(key)
                 if found is SKIP or found is NOTHING:
                     continue
-                if found is not None and found is not SLOW:
+                if found is not SLOW:  # known, or a new raw shape whose folded shape may be (knownfold.py)
                     counted, counted_pos = counted + block.count(b"\n", counted_pos, s), s
-                    done = self._known_line(found, base + counted + 1, raw, block, s, pos,
-                                            pos < end and (i >= n or cands[i][0] != pos) and block[pos] == 91)
+                    progress_next = pos < end and (i >= n or cands[i][0] != pos) and block[pos] == 91
+                    done = (self._known_line(found, base + counted + 1, raw, block, s, pos, progress_next) if found
+                            else self._folded_line(base + counted + 1, raw, key, block, s, pos, progress_next))
                     if done >= 0:
                         pos = done
                         continue

@@ -124,9 +124,10 @@ class KnownLines(LineReader):
 
     _known: dict[bytes, Any] | None  # raw shape -> SKIP, NOTHING, SLOW or an entry (_decision)
 
-    def _learn_known(self, key: bytes, raw: bytes) -> None:
+    def _learn_known(self, key: bytes, raw: bytes, plain: int = 0) -> None:
         """Keep what the long way decided for `raw` (just taken), by its raw shape `key`, where it holds for all of
-        them; nothing where the shape cache has not decided the shape (it starts after a few lines)."""
+        them; nothing where the shape cache has not decided the shape (it starts after a few lines). `plain`:
+        plain_shape(raw), where the caller has it (0: worked out here)."""
         known = self._known
         raw_shapes = self._raw_shapes
         if known is None or raw_shapes is None:
@@ -136,7 +137,7 @@ class KnownLines(LineReader):
             return  # not the shape _raw_skipped just decided (its table started again): nothing known
         if skipped:
             found: Any = SKIP
-        elif len(raw) > MATCH_WINDOW or not (plain := plain_shape(raw)):
+        elif len(raw) > MATCH_WINDOW or not (plain := plain or plain_shape(raw)):
             found = SLOW
         else:
             shapes = self._shapes

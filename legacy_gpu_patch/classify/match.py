@@ -13,6 +13,7 @@ from typing import Any
 
 from legacy_gpu_patch.classify.casefold import LowMatch
 from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MATCH_WINDOW, _strip_raw_prefixes
+from legacy_gpu_patch.classify.foldshape import PathFold
 from legacy_gpu_patch.classify.keygate import led_gates
 from legacy_gpu_patch.classify.lead import LeadSteps
 from legacy_gpu_patch.classify.located import LocatedIndex
@@ -89,6 +90,9 @@ class Matcher(LeadSteps):
         self._matched = 0  # lines matched the plain way; past SHAPES_AFTER, by shape
         self._use_shapes = use_shapes
         self._shapes: ShapeCache | None = None
+        # foldshape.py: a new located shape decided through its folded shape (the same decision; False: the plain
+        # path, which tests compare it with)
+        self.fold_paths = True
         # the index's strings the line of the last plain_match() holds (an ASCII line whose lead rules all missed)
         self.held: frozenset[str] | None = None
         # the raw fast path's decision per raw line shape (digits written 0), where it cannot tell digits apart
@@ -151,9 +155,14 @@ class Matcher(LeadSteps):
             return shapes.match(self, text)
         self._matched += 1
         if self._matched >= SHAPES_AFTER and self._use_shapes:
-            self._shapes = ShapeCache(self._aware, self._aware_runs, frozenset(self._index.contained))
+            self._shapes = self._shape_cache()
+            if self.fold_paths:  # a new located shape decided through its folded shape (foldshape.py: the same)
+                self._shapes.fold = PathFold(self._shape_cache())
         found = self.plain_match(text)
         return None if found is None else (found[1], found[2])
+
+    def _shape_cache(self) -> ShapeCache:
+        return ShapeCache(self._aware, self._aware_runs, frozenset(self._index.contained))
 
     def plain_match(self, text: str, skip: frozenset[int] = frozenset()) -> tuple[int, Rule, RuleMatch] | None:
         """(unit, rule, match) of the first rule that matches, trying none of the units in `skip`.
@@ -237,6 +246,25 @@ class Matcher(LeadSteps):
         if not _prefilter_holds(rule, low):
             return None  # the literal index would not have selected it
         return self._rule_match(i, text, low)
+
+    def held_unit(self, unit: int, text: str, low: str, held: frozenset[str], cut: int) -> Hit | None:
+        """Whether one unit of plain_match() matches an ASCII located line as plain_match() tries it there, where
+        the line's literals select it (a lead step: its prefilter passed): `held`, the index's strings the line
+        holds, and `cut`, its location's path (located.py; `_located.starts` is the line's)."""
+        steps = self._lead_steps
+        if unit < len(steps):
+            rule, group, find = steps[unit]
+            return self._step_match(rule, group, find, text)
+        i = unit - len(steps) + self._lead
+        need = self._factors[i]
+        if need is not None and not _holds_all(need, held):
+            return None
+        entry = self._searchers[i]
+        if entry is _UNKNOWN:
+            entry = self._searcher(i)
+        rule = self._rules[i]
+        m = _gated_search(entry, rule, text, low, True, cut if i in self._located.starts else 0)
+        return None if m is None else (rule, m)
 
     def _match_excluding(self, text: str, header: Rule) -> Hit | None:
         """Like match(), for the joined text of a block: skipping block headers (the one that opened it too)."""

@@ -17,6 +17,12 @@ reads it only through what it matches there: it holds one of the alternative's r
 alternative either cannot start in a path (pathfold), or is such a branch, or such an alternative. At 0 the
 alternatives before the branch miss in both texts, so the branch decides there; at every other place in the path all
 alternatives miss; from the location on, the texts are alike.
+
+Such an alternative need not end before the digit (`_prefix_inside`): its leading items that the walk follows
+without reaching the location's digit are matched, from a start in a path, within the path and its `:`/`(`, so one
+of their required strings is there (`CMAKE_CUDA_COMPILER` of `CMAKE_CUDA_COMPILER:?\\s*\\S*...`, `cusparse` of
+`^(?!...)\\W*cusparse\\w+\\b.*...`). A top-level group whose body is one branch, naming or scoping IGNORECASE only,
+is read as its alternatives (`_split`: a merged lead step, a rule written `(?P<key>A|B|...)`).
 """
 
 from __future__ import annotations
@@ -115,7 +121,7 @@ def _anchored_branch(items: list[Any], icase: bool) -> tuple[str, ...] | None:
     if _reads_back(rest):
         return None
     if _may_start_in_path(rest, icase):  # `.*?` finds the body in a path only where it holds a required string
-        inside = _inside_path(rest, icase)
+        inside = _prefix_inside(rest, icase)
         if inside is None:
             return None
         contexts += inside
@@ -133,6 +139,41 @@ def _inside_path(items: list[Any], icase: bool) -> tuple[str, ...] | None:
     return _required(items)
 
 
+def _prefix_inside(items: list[Any], icase: bool) -> tuple[str, ...] | None:
+    """For an alternative a match of which may start in a path: strings one of which such a match holds within
+    the path and the location's `:`/`(`; None when not proven. The longest run of leading items that pathfold's
+    walk follows without reaching the location's digit is matched, from a start in the path, within those
+    characters (the whole alternative where it ends there: `_inside_path`); one of its required strings is then
+    there. () where the walk says no match can start in a path."""
+    states = _STARTS
+    k = 0
+    try:
+        for k, item in enumerate(items):  # noqa: B007 - k is read after the loop
+            states = _walk([item], states, icase)
+            if not states:
+                return ()  # no match starting in a path gets past this item
+        k = len(items)
+    except _PastPath:
+        pass
+    return _required(items[:k])
+
+
+def _split(items: list[Any], icase: bool) -> list[tuple[list[Any], bool]]:
+    """An alternative as the alternatives of the group it is (a match of the group is a match of one of them, at
+    the same place, with the same spans): a group that only names or scopes IGNORECASE, whose body is one branch,
+    is split, recursively; anything else is itself."""
+    c = _sre_constants
+    if len(items) == 1 and items[0][0] is c.SUBPATTERN:
+        _, add, remove, body = items[0][1]
+        if not remove and not add & ~re.IGNORECASE:
+            inner = icase or bool(add & re.IGNORECASE)
+            body = list(body)
+            if len(body) == 1 and body[0][0] is c.BRANCH:
+                return [part for alt in body[0][1][1] for part in _split(list(alt), inner)]
+            return _split(body, inner)
+    return [(items, icase)]
+
+
 def _top_alternatives(regex: re.Pattern[str]) -> tuple[list[list[Any]], bool]:
     """`regex`'s parse tree as its top-level alternatives (one when it has no top-level `|`), and whether it
     ignores case."""
@@ -148,17 +189,17 @@ def path_contexts(regex: re.Pattern[str]) -> PathRead | None:
         alternatives, icase = _top_alternatives(regex)
         contexts: list[str] = []
         pinned = False
-        for alt in alternatives:
+        for alt, case in [part for top in alternatives for part in _split(top, icase)]:
             if _reads_back(alt):
                 return None
-            if not _may_start_in_path(alt, icase):
+            if not _may_start_in_path(alt, case):
                 continue
-            found = _anchored_branch(alt, icase)
+            found = _anchored_branch(alt, case)
             if found is not None:
                 contexts += found
                 pinned = True
                 continue
-            inside = _inside_path(alt, icase)
+            inside = _prefix_inside(alt, case)
             if inside is None:
                 return None
             contexts += inside

@@ -3,8 +3,8 @@
 Most error lines of a failing build start with a compiler location, `PATH:LINE:COL: ` (gcc, clang, nvcc),
 `PATH:LINE: ` or `PATH(LINE): ` / `PATH(LINE,COL): ` (MSVC, nvcc's EDG front end). The message shapes of
 shapes.py hold that path: the bench's error-dense log has 20,303 shapes, 155 with the path folded too. This module
-says what is folded and proves, per rule, that folding cannot change its decision (not yet used by the matcher:
-docs/errors.md, "Error-dense work: the path-folding shape", says what remains).
+says what is folded and proves, per rule, that folding cannot change its decision (foldshape.py decides a new
+located shape with it).
 
 **What is folded** (`location_path`): a line that starts with PATH immediately followed by a TAIL, where
 PATH is `[A-Za-z0-9_./+-]*` ending in `.` and one of EXTENSIONS (no space, colon, backslash or parenthesis, so no

@@ -34,6 +34,7 @@ RAW_TO_ZERO = _TO_ZERO = bytes.maketrans(b"123456789", b"000000000")  # a shape,
 # them were learnt twice
 MAX_SHAPES = 1 << 16
 _END = 1 << 30  # "no digit-blind rule matches this shape": after every rule
+NOT_FOLDED: Any = object()  # foldshape.PathFold.decide(): no location to fold, the plain path decides
 _DIGITS = range(ord("0"), ord("9") + 1)
 
 
@@ -182,7 +183,7 @@ class ShapeCache:
     the line holds one of its runs; as the deciding unit, its spans are read off the cache like a blind one's.
     """
 
-    __slots__ = ("_memo", "aware", "contexts", "entries", "indexed", "units")
+    __slots__ = ("_memo", "aware", "contexts", "entries", "fold", "indexed", "units")
 
     def __init__(self, aware: dict[int, tuple[str, ...]],
                  contexts: dict[int, tuple[str, ...] | None] | None = None,
@@ -203,6 +204,7 @@ class ShapeCache:
         # shape -> (deciding unit, [(aware unit worth a try, runs without which it is not)], the unit's rule, regex
         # and match spans where they are cached, the runs without which those spans hold (() for a blind unit))
         self.entries: dict[bytes, _Entry] = {}
+        self.fold: Any = None  # foldshape.PathFold: a new located shape decided through its folded shape
 
     def match(self, matcher: Matcher, text: str) -> Hit | None:
         """matcher.plain_match(text)[1:], by the shape's cached decision."""
@@ -253,8 +255,20 @@ class ShapeCache:
         return found
 
     def _learn(self, matcher: Matcher, text: str, shape: bytes) -> Hit | None:
-        """A shape not seen yet: the plain path decides the line; the shape's entry is kept for the next ones."""
-        found = matcher.plain_match(text)
+        """A shape not seen yet: the plain path (or, for a located line, its folded shape: foldshape.py) decides
+        the line; the shape's entry is kept for the next ones."""
+        found = NOT_FOLDED if self.fold is None else self.fold.decide(matcher, text)
+        if found is NOT_FOLDED:
+            found = matcher.plain_match(text)
+            held = matcher.held  # the index's strings this line holds, where plain_match searched them
+        else:
+            held = self.fold.held
+        self.store(text, shape, found, held)
+        return None if found is None else (found[1], found[2])
+
+    def store(self, text: str, shape: bytes, found: tuple[int, Rule, RuleMatch] | None,
+              held: frozenset[str] | None) -> None:
+        """Keep a new shape's entry: `found`, plain_match(text); `held`, the index's strings text holds, or None."""
         # the rule that decides the line: the blind rules before it miss the line, so its shape too; if it is an
         # aware one, lines of this shape try it on themselves (and take the plain path where it misses them)
         first = _END if found is None else found[0]
@@ -272,7 +286,6 @@ class ShapeCache:
                     return None
             return runs
 
-        held = matcher.held  # the index's strings this line holds, where plain_match searched them (else None)
         if held is not None:
             candidates = self._candidates(first, held)
         else:
@@ -291,4 +304,3 @@ class ShapeCache:
             self.entries[shape] = (first, tuple(worth), found[1], m.re, spans, needs)
         else:
             self.entries[shape] = (first, tuple(worth), None, None, (), ())
-        return None if found is None else (found[1], found[2])

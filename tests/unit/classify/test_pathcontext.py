@@ -41,7 +41,16 @@ def holds_context(line: str, read: PathRead) -> bool:
     (r"^(?=.*error)(?<=a).*?'x'", None),  # looks back
     (r"^.*?x", PathRead(("x",), True)),  # the body may lie in a path: where the path holds no `x`, it does not
     (r"x|^(?=.*\berror\b).*?'(x)'", PathRead(("x", "error"), True)),  # `x` may lie in a path: a context too
-    (r"x\w*:\d|^(?=.*\berror\b).*?'(x)'", None),  # another alternative reads past the path
+    # a match of `x\w*:\d` starting in a path reads its `x` there (the items up to the one that may run past it)
+    (r"x\w*:\d|^(?=.*\berror\b).*?'(x)'", PathRead(("x", "error"), True)),
+    (r"\S*x:\d", None),  # its first item may run past the path: nothing is read in the path for sure
+    (r"cmake_x:?\s*\S*\s*is not", PathRead(("cmake_x",), False)),
+    (r"^(?!.*\bwarning\b)\W*(?P<k>cusparse\w+)\b.*removed", PathRead(("cusparse",), False)),
+    (r"^(?=.*\berror\b).*?\b(?P<k>cusparse\w+)\b[^:]*? deprecated", PathRead(("error", "cusparse"), True)),
+    (r"(?P<k>ab\S*|cd|'e')", PathRead(("ab", "cd"), False)),  # a group's alternatives, each on its own
+    (r"(?i:ab\S*)|(?P<k>(?:cd\S*))", PathRead(("ab", "cd"), False)),
+    (r"(?s:ab\S*)", None),  # a group that changes another flag is not split: walked whole
+    (r"^\S.*?x", None),  # nothing required before `.*?` runs past the path
     (r"^(?=.*c:).*?'x'", None),  # the folded text's own path (p.c) would hold the context
 ])
 def test_contexts_of_hand_written_patterns(pattern: str, read: PathRead | None) -> None:

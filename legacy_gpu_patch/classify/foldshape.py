@@ -1,0 +1,240 @@
+"""The path-folding shape, used: a new message shape that starts with a compiler location is decided through the
+shape of its folded line (pathfold.py), with the rules that could see the path tried on the line itself.
+
+An error-dense log's message shapes hold the path of their location (the bench's 52 MB log: 20,300 shapes, ~450
+once the path is folded), and a new shape pays the plain path (~30 us). For an ASCII line `T = PATH + TAIL + R`
+(pathfold.location_path) and its folded line `F = FOLD_TOKEN + TAIL + R`, the first unit (lead step or rule, as
+Matcher.plain_match numbers them) that matches T is found as follows (`PathFold.decide`):
+
+- F's decision, with its match, comes from a ShapeCache of folded lines (exact for F: shapes.py).
+- Each unit is *safe* for T's head (`low[:cut + 1]`: the path and the location's `:`/`(`) where it decides T as F,
+  its spans shifted by `len(PATH) - len(FOLD_TOKEN)` (a start of 0 kept: a `^` branch, pathcontext.PathRead):
+  its pattern's path_contexts are proven and the head holds none of them, and none of its prefilter literals that
+  can start in a path (pathfold.string_path_blind) is in the head (then the literal is in T where it is in F: a
+  literal of the index that starts in a path ends before the location's digit, `_PAST_HEAD`, so inside the head;
+  a literal that F's own head `p.c:`/`p.c(` could hold makes the unit aware). A key gate, the necessary strings
+  and the path skip (match._gated_search) only leave out what cannot match, and a lowered twin has its pattern's
+  spans on an ASCII line (casefold.py): none of them changes a decision.
+- Every other unit (`aware`: not proven, or its contexts in this head) is tried on T itself, in order, before the
+  unit deciding F: a safe one misses T where it misses F. If one matches, it decides T. Else F's decider decides
+  T, its spans shifted where it is safe; where it is aware it is tried on T, and where it misses T, or a span ends
+  inside F's `p.c`, the plain path decides T (exact, rare).
+
+tests/unit/classify/test_foldshape.py compares the decisions, spans and findings with the plain path on real and
+adversarial lines (paths holding `error`, `cusparse`, digits, identifiers a rule reads).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from legacy_gpu_patch.classify.casefold import SpanMatch
+from legacy_gpu_patch.classify.pathfold import FOLD_TOKEN
+from legacy_gpu_patch.classify.shapes import MAX_SHAPES, NOT_FOLDED, ShapeCache
+
+if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports shapes.py, which imports this module)
+    from legacy_gpu_patch.classify.match import Matcher
+    from legacy_gpu_patch.classify.rules import RuleSet
+
+__all__ = ["NOT_FOLDED", "PathFold", "unit_contexts"]
+
+_END = 1 << 30  # no unit matches F
+# how a lowered string that starts in a location's path and covers its `:`/`(` and first digit starts (located.py)
+_PAST_HEAD = re.compile(r"[a-z0-9_./+-]+[:(][0-9]")
+_PATH_ONLY = re.compile(r"[a-z0-9_./+-]+")  # a string that a fold token may be made of (pathfold's PATH)
+# per unit: None (aware on every head) or (its pattern's path contexts, its prefilter literals that can start in a
+# path), lowered
+_Units = tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]
+
+
+def unit_contexts(rules: RuleSet, lead: tuple[Any, ...]) -> _Units:
+    """Per unit (the lead steps of `lead`, prepare.LeadStep, then rules[rules.lead:]): None where it is aware on
+    every head, else the lowered strings whose presence in a head bears on it: its pattern's path contexts
+    (pathcontext.path_contexts), and its prefilter literals that can start in a path (module docstring)."""
+    from legacy_gpu_patch.classify.pathcontext import path_contexts
+    from legacy_gpu_patch.classify.pathfold import string_path_blind
+
+    units: list[tuple[re.Pattern[str], tuple[str, ...]]] = []
+    for step in lead:
+        first = rules.rules[step.rules[0]]
+        if step.pattern is None:
+            units.append((first.regex, first.prefilter))
+        else:  # merged exceptions without prefilter (prepare._lead_plan)
+            units.append((re.compile(step.pattern), ()))
+    units += [(r.regex, r.prefilter) for r in rules.rules[rules.lead:]]
+    out: list[tuple[tuple[str, ...], tuple[str, ...]] | None] = []
+    for regex, prefilter in units:
+        read = path_contexts(regex)
+        literals = tuple(dict.fromkeys(lit.lower() for lit in prefilter if not string_path_blind((lit,))))
+        if read is None or any(_PAST_HEAD.match(lit) for lit in literals):
+            out.append(None)  # not proven, or a literal that may cover the location's digit (not in the head)
+            continue
+        out.append((read.contexts, literals))
+    return tuple(out)
+
+
+def shipped_contexts(rules: RuleSet, lead: tuple[Any, ...]) -> _Units:
+    """unit_contexts(); for the shipped rule set, from the lgpatch cache (the proofs read every pattern: ~0.1 s)."""
+    if not rules.shipped:
+        return unit_contexts(rules, lead)
+    from pathlib import Path
+
+    from legacy_gpu_patch.classify.rulecache import cached, code_files
+
+    here = Path(__file__).resolve().parent
+    code = [here / name for name in ("foldshape.py", "pathfold.py", "pathcontext.py", "prepare.py")]
+    return cached("foldshape", [Path(f) for f in rules.files] + code_files() + code,
+                  lambda: unit_contexts(rules, lead))
+
+
+def _shifted(spans: tuple[tuple[int, int], ...], by: int, token: int) -> tuple[tuple[int, int], ...] | None:
+    """F's spans as T's: a position past the folded token moves by `by`, 0 (a `^` branch's start) and -1 stay;
+    None where one lies inside the token (then the spans are not T's: not known here)."""
+    out = []
+    for start, end in spans:
+        if 0 < start < token or 0 < end < token:
+            return None
+        out.append((start + by if start >= token else start, end + by if end >= token else end))
+    return tuple(out)
+
+
+class PathFold:
+    """The decisions of a Matcher's new located shapes, through their folded shapes (module docstring)."""
+
+    __slots__ = ("_always", "_contained", "_finder", "_heads", "_interned", "_literals", "_location_path", "_orders",
+                 "_regex", "_unit_of", "contexts", "digit_shapes", "folded", "held", "memo")
+
+    def __init__(self, folded: ShapeCache) -> None:
+        """`folded`: a ShapeCache of the matcher's, for folded lines (it must not fold: a folded line folds to
+        itself). The proofs are read at the first decide(): a log whose shape cache meets no location needs none."""
+        self.folded = folded
+        self.contexts: _Units = ()
+        self._location_path: Any = None
+        self._always: frozenset[int] = frozenset()
+        self._finder: Any = None  # every unit's strings, searched once a head (_present)
+        self._contained: dict[str, frozenset[str]] = {}
+        self._regex: dict[str, frozenset[int]] = {}  # a pattern's context -> its units
+        self._literals: dict[str, frozenset[int]] = {}  # a prefilter literal that can start in a path -> its units
+        self._heads: dict[str, tuple[str, frozenset[int]]] = {}
+        self._interned: dict[frozenset[int], frozenset[int]] = {}  # one object per set: its hash is kept
+        self._orders: dict[tuple[frozenset[str], frozenset[int]], tuple[int, ...]] = {}
+        self._unit_of: dict[int, int] = {}
+        self.held: frozenset[str] | None = None
+        self.digit_shapes: tuple[str, ...] = ()  # the shapes of the context strings that hold a digit
+        self.memo: dict[Any, bool] = {}  # knownfold's tests that depend on this fold's units only
+
+    def _load(self, matcher: Matcher) -> None:
+        from legacy_gpu_patch.classify.pathfold import location_path
+        from legacy_gpu_patch.classify.prepare import _trie, prepared
+
+        self.contexts = contexts = shipped_contexts(matcher.rules, prepared(matcher.rules).lead)
+        self._always = frozenset(u for u, c in enumerate(contexts) if c is None)
+        regex: dict[str, set[int]] = {}
+        literals: dict[str, set[int]] = {}
+        for u, both in enumerate(contexts):
+            for table, read in zip((regex, literals), both or ((), ())):
+                for string in read:
+                    table.setdefault(string, set()).add(u)
+        self._regex = {k: frozenset(v) for k, v in regex.items()}
+        self._literals = {k: frozenset(v) for k, v in literals.items()}
+        strings = sorted({*regex, *literals})
+        # each string a head holds, in one search (a trie, as prepare.LiteralIndex searches a line): the longest
+        # string found at each position stands for every string it starts with, and so for all it contains
+        self._finder = re.compile("(?=(" + _trie(strings) + "))").findall if strings else None
+        self._contained = {x: frozenset(o for o in strings if o in x) for x in strings}
+        zero = str.maketrans("123456789", "000000000")
+        self.digit_shapes = tuple({x.translate(zero) for x in strings if any(ch.isdigit() for ch in x)})
+        # the unit of each rule a hit can name (a merged lead step's members: the step's)
+        steps = matcher._lead_steps
+        for j, (rule, group, _) in enumerate(steps):
+            for member in [m for _, m in group] if group is not None else [rule]:
+                self._unit_of[id(member)] = j
+        rules = matcher.rules
+        for i in range(rules.lead, len(rules.rules)):
+            self._unit_of[id(rules.rules[i])] = len(steps) + i - rules.lead
+        self._location_path = location_path
+
+    def _present(self, text: str) -> set[str]:
+        """The strings of the units' contexts that `text` holds."""
+        if self._finder is None:
+            return set()
+        contained = self._contained
+        return {s for found in set(self._finder(text)) for s in contained[found]}
+
+    def _head(self, head: str) -> tuple[str, frozenset[int]]:
+        """(the fold token for a head, the units aware on it). The token is a PATH made of the head's literals
+        that are PATH characters, `a/b/p.c`, so that a unit selected on the line through a literal of its path is
+        selected on the folded line too. A unit is aware where it is always, where the head or the token's head
+        holds a context of its pattern (its proof then says nothing), or where one of its literals is in one of the
+        two heads and not in the other (then it may be selected on one line only)."""
+        found = self._heads.get(head)
+        if found is None:
+            present = self._present(head)
+            words = sorted(s for s in present if s in self._literals and _PATH_ONLY.fullmatch(s))
+            token = "".join(w + "/" for w in words) + FOLD_TOKEN
+            mine = self._present(token + head[-1])
+            units = set(self._always)
+            for s in present | mine:
+                units |= self._regex.get(s, frozenset())
+            for s in present ^ mine:
+                units |= self._literals.get(s, frozenset())
+            aware = self._interned.setdefault(frozenset(units), frozenset(units))
+            if len(self._heads) >= MAX_SHAPES:
+                self._heads.clear()
+            found = self._heads[head] = (token, aware)
+        return found
+
+    def _order(self, matcher: Matcher, held: frozenset[str], rules: list[int], aware: frozenset[int]
+               ) -> tuple[int, ...]:
+        """The aware units that plain_match would try on a line whose index strings are `held` (`rules`: those its
+        literals select), in order: a lead step whose prefilter it passes, a selected rule (one per pair)."""
+        key = (held, aware)
+        found = self._orders.get(key)
+        if found is None:
+            steps = matcher._lead_steps
+            lead = [j for j, (rule, group, _) in enumerate(steps) if j in aware
+                    and (group is not None or not rule.prefilter or not held.isdisjoint(rule.prefilter))]
+            first = len(steps) - matcher.rules.lead
+            if len(self._orders) >= MAX_SHAPES:
+                self._orders.clear()
+            found = self._orders[key] = (*lead, *(first + i for i in rules if first + i in aware))
+        return found
+
+    def decide(self, matcher: Matcher, text: str) -> Any:
+        """matcher.plain_match(text) (unit, rule, match; None where nothing matches), or NOT_FOLDED where `text` has
+        no location to fold, is not ASCII, or the literal index cannot answer for its parts (located.py). `held`:
+        the index's strings the line holds, where it was folded."""
+        located = matcher._located
+        if self._location_path is None:
+            if not matcher._index.compiled():
+                return NOT_FOLDED  # before the index's trie: plain_match searches the whole line
+            self._load(matcher)
+            if located.unread:
+                located._read()
+        cut = self._location_path(text) if located.exact and text.isascii() else 0
+        if not cut:
+            return NOT_FOLDED
+        low = text.lower()
+        token, aware = self._head(low[: cut + 1])
+        # F's decision first: learning it searches the index for F, which sets located's answer for F's path
+        hit = self.folded.match(matcher, token + text[cut:])
+        self.held, rules = located.answer(low, cut)  # and `located.starts` for this line's path
+        first = _END if hit is None else self._unit_of[id(hit[0])]
+        try_unit = matcher.held_unit
+        held = self.held
+        for u in self._order(matcher, held, rules, aware):
+            if u > first:
+                break
+            found = try_unit(u, text, low, held, cut)  # F's decider too, where it is aware
+            if found is not None:
+                return u, found[0], found[1]
+        if hit is None:
+            return None
+        if first in aware:  # it misses T, or T's literals do not select it: the plain path (exact, rare)
+            return matcher.plain_match(text)
+        rule, m = hit
+        spans = _shifted(m.regs, cut - len(token), len(token))
+        if spans is None:
+            return matcher.plain_match(text)
+        return first, rule, SpanMatch(m.re, text, spans)

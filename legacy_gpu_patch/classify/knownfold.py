@@ -1,0 +1,182 @@
+"""Known folded lines: a candidate line of a new raw shape that starts with a compiler location, whose folded shape
+was decided before, is taken without normalising it or learning its shape.
+
+Most of an error-dense log's new raw shapes are new only through their path (the bench's 52 MB log: 20,300 raw
+shapes, a few hundred folded ones), and each paid the long way (~45 us: the raw fast path's test, the decode,
+normalize(), the shape cache's miss, a folded decision (foldshape.py) and the learning of two shapes). Here a line
+of a new raw shape (known.py has no entry for it) takes what its folded shape's entry in foldshape's cache decides,
+as PathFold.decide would, where all of this holds (else the long way, as before):
+
+- the line is a *plain* shape (known.plain_shape: normalize() leaves it as it is, or changes only its backquotes),
+  no longer than MATCH_WINDOW, with a location (pathfold.location_path), and the raw fast path does not decide it
+  (Matcher._raw_decided, run on it);
+- its folded line `F = token + line[cut:]` (the token of its head: PathFold._head) has an entry in the folded
+  shape cache, which decides every line of F's shape alike where the line holds none of the entry's digit strings
+  (known._strings: the runs of its aware digit units and its needs; tested on F); a block rule or an aware digit
+  unit that decided the learnt line takes the long way;
+- the units aware on its head (PathFold: not proven, or a context in either head) are tried on the line itself,
+  in order, before F's decider: where one matches, the long way decides; where the decider is aware, its match on
+  the line is the one taken (and where it misses, the long way decides).
+
+The finding is then the entry's, with its spans shifted by `cut - len(token)` (known to lie past the token:
+foldshape._shifted), counted, recorded or left waiting as Collector._classify and KnownLines._known_line do. The
+line's raw shape is learnt, so that its next lines are known lines (~2 us): straight from this decision where its
+path holds no digit (every line of the raw shape has this path), the aware units tried are digit-blind and no digit
+string of the entry can start in the fold token (`_learn_folded`); else as the long way learns it (a shape-cache
+entry: ShapeCache.store; then KnownLines._learn_known). tests/unit/classify/test_known_folded.py compares findings,
+counts and contexts with the long way.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from legacy_gpu_patch.classify.casefold import SpanMatch
+from legacy_gpu_patch.classify.collect import WRAP_MIN, _Pending
+from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
+from legacy_gpu_patch.classify.foldshape import _shifted
+from legacy_gpu_patch.classify.known import NOTHING, QUOTED, KnownLines, _key_span, _strings, plain_shape
+from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
+from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, RAW_TO_ZERO
+
+__all__ = ["FoldedLines"]
+
+_BACKQUOTE = bytes.maketrans(b"`", b"'")
+_TO_ZERO = str.maketrans("123456789", "000000000")
+
+
+class FoldedLines(KnownLines):
+    """The folded-shape half of a Classifier's known lines (its scan calls _folded_line for a new raw shape)."""
+
+    _location: Any = None  # pathfold's location pattern on bytes, once a fold is ready
+
+    def _folded_line(self, lineno: int, raw: bytes, key: bytes, block: bytes, s: int, nxt: int,
+                     progress_next: bool) -> int:
+        """Take a candidate line (block[s:nxt - 1] = `raw`, its raw shape `key`) by its folded shape (module
+        docstring); returns where the scan goes on (as _known_line), or -1, with nothing done, where the long way
+        must decide it."""
+        shapes = self._shapes
+        if shapes is None or shapes.fold is None or shapes.fold._location_path is None or len(raw) > MATCH_WINDOW:
+            return -1
+        fold = shapes.fold
+        plain = plain_shape(raw)
+        if not plain:
+            return -1
+        location = self._location
+        if location is None:
+            from legacy_gpu_patch.classify.pathfold import _LOCATION
+
+            location = type(self)._location = re.compile(_LOCATION.pattern.encode()).match
+        found = location(raw)
+        if found is None or self._raw_skipped(raw, True):
+            return -1
+        cut = found.end()
+        text = raw.decode("ascii")
+        if plain == QUOTED:
+            text = text.replace("`", "'")
+        low = text.lower()
+        token, aware = fold._head(low[: cut + 1])
+        rest = raw[cut:] if plain != QUOTED else raw[cut:].translate(_BACKQUOTE)
+        entry = fold.folded.entries.get(token.encode() + rest.translate(RAW_TO_ZERO))
+        if entry is None:
+            return -1
+        first, worth, rule, regex, spans, needs = entry
+        kept = _strings(worth, needs) if worth or needs else ()
+        if kept is None or (rule is None and first != _END) or (rule is not None and rule.block is not None):
+            return -1
+        if kept:
+            folded = token + low[cut:]
+            for t in kept:
+                if t in folded:
+                    return -1
+        hit = self._aware_first(fold, text, low, cut, aware, first)
+        if hit is None:
+            return -1
+        if hit is True and rule is not None:  # F's decider decides the line, its spans shifted
+            moved = _shifted(spans, cut - len(token), len(token))
+            if moved is None:
+                return -1
+            hit = rule, SpanMatch(regex, text, moved)
+        # the line's raw shape learnt, so that its next lines are known lines: straight from this decision where it
+        # holds for them all, else as the long way learns it (shapes.py, known.py)
+        if not self._learn_folded(fold, key, raw, plain, low[: cut + 1], token + low[cut], aware, first, kept, hit):
+            shape = key if plain != QUOTED else key.translate(_BACKQUOTE)
+            shapes.store(text, shape, None if hit is True else (first, hit[0], hit[1]), fold.held)
+            self._learn_known(key, raw, plain)
+        if hit is True or hit[0].exception:
+            return nxt
+        return self._take_folded(hit[0], hit[1], lineno, text, block, s, nxt, progress_next)
+
+    def _learn_folded(self, fold: Any, key: bytes, raw: bytes, plain: int, path: str, head: str,
+                      aware: frozenset[int], first: int, kept: tuple[str, ...], hit: Any) -> bool:
+        """Keep this line's decision for every line of its raw shape `key`, where it holds for them all: their
+        paths (`path`: this line's, lowered, with its `:`/`(`) hold the units' contexts this one holds (none holding
+        a digit has its shape in the path's shape: a string without one is in every path of the shape alike), so
+        they have its fold token and aware units; the aware units that were tried are digit-blind (they decide
+        every line of the shape alike); and the entry's digit strings `kept`, tested on a line, are in it where they
+        are in its folded line (none can start in the token's `head`: it holds no digit, so a string holding one
+        would run from its end into the location's digits). Then a line holding none of them is decided as the
+        folded entry decides it (KnownLines._known_line tests them). False: nothing kept."""
+        known, raw_shapes, shapes = self._known, self._raw_shapes, self._shapes
+        if known is None or raw_shapes is None or shapes is None or raw_shapes.get(key) is not False:
+            return False  # known lines off, or not the shape _raw_skipped just decided (its table started again)
+        memo = fold.memo  # the tests that do not depend on the line, per path, and per units and strings
+        alike = memo.get(path)
+        if alike is None:
+            shape = path.translate(_TO_ZERO)
+            alike = memo[path] = not any(s in shape for s in fold.digit_shapes)
+        ok = memo.get((aware, first, kept, head)) if alike else False
+        if ok is None:
+            ok = memo[aware, first, kept, head] = not any(u <= first for u in aware & shapes.units) and not any(
+                head.endswith(t[:j]) for t in kept for j in range(1, len(t)))
+        if len(memo) >= MAX_SHAPES:
+            memo.clear()
+        if not ok:
+            return False
+        if hit is True or hit[0].exception:
+            found: Any = (None, None, (), False, kept, None, plain == QUOTED) if kept else NOTHING
+        else:
+            rule, m = hit
+            spans = m.regs
+            found = (rule, m.re, spans, rule.generic or len(raw) >= WRAP_MIN, kept, _key_span(rule, m.re, spans),
+                     plain == QUOTED)
+        if len(known) >= MAX_SHAPES:
+            known.clear()
+        known[key] = found
+        return True
+
+    def _aware_first(self, fold: Any, text: str, low: str, cut: int, aware: frozenset[int], first: int) -> Any:
+        """The units aware on the line's head, tried on the line before F's decider `first`: True where none
+        matches and the decider is not aware; the decider's match on the line where it is aware and matches;
+        None (the long way decides) where an earlier one matches, or the aware decider misses or is not selected."""
+        held, rules = self._located.answer(low, cut)  # and `_located.starts` for this line's path
+        fold.held = held  # for the line's shape entry (ShapeCache.store)
+        try_unit = self.held_unit
+        for u in fold._order(self, held, rules, aware):
+            if u > first:
+                break
+            found = try_unit(u, text, low, held, cut)
+            if u == first:
+                return found
+            if found is not None:
+                return None
+        return None if first in aware else True  # an aware decider the line's literals do not select: long way
+
+    def _take_folded(self, rule: Any, m: Any, lineno: int, text: str, block: bytes, s: int, nxt: int,
+                     progress_next: bool) -> int:
+        """A finding of `rule` on the line (its match `m`), as Collector._classify takes it (the waiting and
+        counting of KnownLines._known_line); returns where the scan goes on."""
+        if rule.generic or len(text) >= WRAP_MIN:
+            if self._pending is not None:
+                self._finish_pending(None)
+            if not (progress_next and not self._after_open and self._block is None
+                    and _PROGRESS_RAW.match(block, nxt, nxt + 256)):
+                self._pending = _Pending(rule, lineno, text, self._before(block, s, self.context_before), m)
+                self._want = max(self._want, 1)
+                return nxt
+            # the progress line ends the waiting finding, recorded as it is, and is done with
+            self._want = max(self._want, 1) - 1
+            nxt = block.find(b"\n", nxt) + 1
+        self._record(rule, m, lineno, text, self._before(block, s, self.context_before))
+        return nxt
