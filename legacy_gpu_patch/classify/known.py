@@ -22,8 +22,9 @@ What is kept, and why it is exact:
   few digit strings (shapes.ShapeCache.match tries an aware unit only on a line that holds one of its runs, and
   reads the entry's spans off a line that holds none of its `needs`): those strings, and NOTHING where the
   decision is no rule or an exception, else the rule, regex, spans, whether the finding waits for the next line
-  and the span of its key. A line holding one of the strings, a block rule, a long line (read on a window), an
-  aware unit without runs and every other shape take the long way (SLOW).
+  and the span of its key. A line holding one of the strings (but one that a digit follows wherever the line
+  holds it and that is harmless there: knowndigits.py, `csrmm2` of `cusparseScsrmm21355`), a block rule, a long line
+  (read on a window), an aware unit without runs and every other shape take the long way (SLOW).
 
 A waiting finding (a generic reading or a line a CI may have wrapped) whose next line is a progress line holding no
 trigger, with nothing else open, is recorded at once and that line passed over: what the next loop turn would do
@@ -39,6 +40,7 @@ from typing import Any
 from legacy_gpu_patch.classify.casefold import SpanMatch
 from legacy_gpu_patch.classify.collect import WRAP_MIN, _Pending
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
+from legacy_gpu_patch.classify.knowndigits import digits_follow, harmless_strings
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW, LineReader
 from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES
 
@@ -123,6 +125,7 @@ class KnownLines(LineReader):
     """The per-raw-shape decisions of a Classifier (which calls _learn_known and _known_line from its scan)."""
 
     _known: dict[bytes, Any] | None  # raw shape -> SKIP, NOTHING, SLOW or an entry (_decision)
+    _harmless: frozenset[str] | None = None  # _harmless_strings()
 
     def _learn_known(self, key: bytes, raw: bytes, plain: int = 0) -> None:
         """Keep what the long way decided for `raw` (just taken), by its raw shape `key`, where it holds for all of
@@ -150,6 +153,15 @@ class KnownLines(LineReader):
             known.clear()
         known[key] = found
 
+    def _harmless_strings(self) -> frozenset[str]:
+        """knowndigits.harmless_strings of this matcher's rules (worked out when a known line first holds one)."""
+        found = self._harmless
+        if found is None:
+            from legacy_gpu_patch.classify.prepare import prepared
+
+            found = self._harmless = harmless_strings(self.rules, prepared(self.rules).lead, self._aware_runs)
+        return found
+
     def _known_line(self, found: tuple[Any, ...], lineno: int, raw: bytes, block: bytes, s: int, nxt: int,
                     progress_next: bool) -> int:
         """Take a line of a known plain shape (block[s:nxt - 1] = `raw`) as Collector._classify would; returns where
@@ -163,8 +175,8 @@ class KnownLines(LineReader):
         if tests:
             low = text.lower()
             for t in tests:
-                if t in low:
-                    return -1
+                if t in low and not (t in self._harmless_strings() and digits_follow(low, t)):
+                    return -1  # (a string harmless where a digit follows it: knowndigits.py)
         if rule is None:
             return nxt
         if waits:

@@ -37,6 +37,7 @@ from legacy_gpu_patch.classify.collect import WRAP_MIN, _Pending
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
 from legacy_gpu_patch.classify.foldshape import _shifted
 from legacy_gpu_patch.classify.known import NOTHING, QUOTED, KnownLines, _key_span, _strings, plain_shape
+from legacy_gpu_patch.classify.knowndigits import digits_follow
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
 from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, RAW_TO_ZERO
 
@@ -88,8 +89,8 @@ class FoldedLines(KnownLines):
         if kept:
             folded = token + low[cut:]
             for t in kept:
-                if t in folded:
-                    return -1
+                if t in folded and not (t in self._harmless_strings() and digits_follow(folded, t)):
+                    return -1  # (a string harmless where a digit follows it: knowndigits.py)
         hit = self._aware_first(fold, text, low, cut, aware, first)
         if hit is None:
             return -1
