@@ -83,7 +83,8 @@ def shipped_contexts(rules: RuleSet, lead: tuple[Any, ...]) -> _Units:
     from legacy_gpu_patch.classify.rulecache import cached, code_files
 
     here = Path(__file__).resolve().parent
-    code = [here / name for name in ("foldshape.py", "pathfold.py", "pathcontext.py", "prepare.py")]
+    code = [here / name for name in ("foldshape.py", "pathfold.py", "pathcontext.py", "pathstart.py",
+                                        "prepare.py")]
     return cached("foldshape", [Path(f) for f in rules.files] + code_files() + code,
                   lambda: unit_contexts(rules, lead))
 

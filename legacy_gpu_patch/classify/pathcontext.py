@@ -22,7 +22,9 @@ Such an alternative need not end before the digit (`_prefix_inside`): its leadin
 without reaching the location's digit are matched, from a start in a path, within the path and its `:`/`(`, so one
 of their required strings is there (`CMAKE_CUDA_COMPILER` of `CMAKE_CUDA_COMPILER:?\\s*\\S*...`, `cusparse` of
 `^(?!...)\\W*cusparse\\w+\\b.*...`). A top-level group whose body is one branch, naming or scoping IGNORECASE only,
-is read as its alternatives (`_split`: a merged lead step, a rule written `(?P<key>A|B|...)`).
+is read as its alternatives (`_split`: a merged lead step, a rule written `(?P<key>A|B|...)`). An alternative
+`^...` that decides a located line at 0 as its folded line (pathstart.py: `compiler-error`'s optional location
+prefix, the command echoes of the lead step) has no context.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any, NamedTuple
 
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
 from legacy_gpu_patch.classify.pathfold import _STARTS, FOLD_TOKEN, _may_start_in_path, _PastPath, _reads_back, _walk
+from legacy_gpu_patch.classify.pathstart import alike
 
 __all__ = ["PathRead", "path_contexts", "start_contexts"]
 
@@ -193,6 +196,9 @@ def path_contexts(regex: re.Pattern[str]) -> PathRead | None:
             if _reads_back(alt):
                 return None
             if not _may_start_in_path(alt, case):
+                continue
+            if alike(alt, case):  # `^...`: decides a located line at 0 as its folded line (pathstart.py)
+                pinned = True
                 continue
             found = _anchored_branch(alt, case)
             if found is not None:

@@ -53,7 +53,8 @@ _WORD = frozenset(string.ascii_letters + string.digits + "_")
 _PATH = _WORD | frozenset("./+-")  # PATH's characters
 _DIGIT = frozenset(string.digits)
 _OPEN = frozenset(":(")  # the TAIL's first character
-_ALPHABET = _PATH | _OPEN  # the characters the proof asks about; a character set is kept as those it takes
+# the characters the proof asks about (PATH's, the TAIL's; a space ends the TAIL); a set is kept as those it takes
+_ALPHABET = _PATH | _OPEN | frozenset("), ")
 
 
 def location_path(text: str) -> int:
@@ -78,7 +79,7 @@ def _category(code: Any) -> frozenset[str]:
     c = _sre_constants
     table = {
         c.CATEGORY_DIGIT: _DIGIT, c.CATEGORY_NOT_DIGIT: _ALPHABET - _DIGIT,
-        c.CATEGORY_SPACE: frozenset(), c.CATEGORY_NOT_SPACE: _ALPHABET,
+        c.CATEGORY_SPACE: frozenset(" "), c.CATEGORY_NOT_SPACE: _ALPHABET - {" "},
         c.CATEGORY_WORD: _WORD, c.CATEGORY_NOT_WORD: _ALPHABET - _WORD,
         c.CATEGORY_LINEBREAK: frozenset(), c.CATEGORY_NOT_LINEBREAK: _ALPHABET,
     }
@@ -129,6 +130,18 @@ _GEN: tuple[Any, ...] = ("gen",)
 _OPENED: tuple[Any, ...] = ("opened",)
 _STARTS = frozenset({_GEN} | {("ext", ext, j) for ext in EXTENSIONS for j in range(len(ext))})
 _MAX_COUNT = 64  # a repeat's minimum count followed; more: not proven
+# The same from a start at 0 or inside PATH, followed on through the whole TAIL (`STARTS_TAIL`, pathstart.py): after
+# the extension, `(":", "c1")` and so on; its closing space (None) leads into R, which is not followed.
+_GEN_TAIL: tuple[Any, ...] = ("gen+",)
+STARTS_TAIL = frozenset({_GEN_TAIL} | {("ext+", ext, j) for ext in EXTENSIONS for j in range(len(ext))})
+_TAIL: dict[str, tuple[tuple[frozenset[str], str | None], ...]] = {
+    "c1": ((_DIGIT, "c1d"),), "c1d": ((_DIGIT, "c1d"), (frozenset(":"), "c2")),
+    "c2": ((_DIGIT, "c2d"), (frozenset(" "), None)), "c2d": ((_DIGIT, "c2d"), (frozenset(":"), "c3")),
+    "c3": ((frozenset(" "), None),), "p1": ((_DIGIT, "p1d"),),
+    "p1d": ((_DIGIT, "p1d"), (frozenset(","), "p1c"), (frozenset(")"), "p2")), "p1c": ((_DIGIT, "p1cd"),),
+    "p1cd": ((_DIGIT, "p1cd"), (frozenset(")"), "p2")), "p2": ((frozenset(":"), "p3"),),
+    "p3": ((frozenset(" "), None),),
+}
 
 
 class _PastPath(Exception):
@@ -139,7 +152,9 @@ def _read(states: frozenset[Any], chars: frozenset[str]) -> frozenset[Any]:
     """The states after reading one character out of `chars` from `states`."""
     out: set[Any] = set()
     for state in states:
-        if state == _OPENED:
+        if state[0] in ("gen+", "ext+", "tail"):
+            out |= _read_tail(state, chars)
+        elif state == _OPENED:
             if chars & _DIGIT:
                 raise _PastPath
         elif state == _GEN:
@@ -153,6 +168,25 @@ def _read(states: frozenset[Any], chars: frozenset[str]) -> frozenset[Any]:
         elif chars & _OPEN:
             out.add(_OPENED)
     return frozenset(out)
+
+
+def _read_tail(state: tuple[Any, ...], chars: frozenset[str]) -> set[Any]:
+    """_read for a state of a walk from STARTS_TAIL."""
+    if state[0] == "tail":
+        out: set[Any] = set()
+        for take, nxt in _TAIL[state[1]]:
+            if chars & take:
+                if nxt is None:
+                    raise _PastPath  # the TAIL's space: R comes
+                out.add(("tail", nxt))
+        return out
+    if state == _GEN_TAIL:
+        return ({_GEN_TAIL} if chars & _PATH else set()) | (
+            {("ext+", ext, 0) for ext in EXTENSIONS} if "." in chars else set())
+    ext, j = state[1], state[2]
+    if j < len(ext):
+        return {("ext+", ext, j + 1)} if ext[j] in chars else set()
+    return {("tail", name) for ch, name in ((":", "c1"), ("(", "p1")) if ch in chars}
 
 
 def _walk(items: Any, states: frozenset[Any], icase: bool) -> frozenset[Any]:
@@ -188,7 +222,7 @@ def _walk(items: Any, states: frozenset[Any], icase: bool) -> frozenset[Any]:
 
 def _repeat(av: Any, states: frozenset[Any], icase: bool) -> frozenset[Any]:
     """A repeat `{low,high}` of a body: the states after low copies, then every state more copies reach (a
-    fixed point: there are four states, so it comes within a few rounds; a possessive or lazy repeat reads no
+    fixed point: the states are few, so it comes within a few rounds; a possessive or lazy repeat reads no
     more than a greedy one may)."""
     low, high, body = av
     if low > _MAX_COUNT:

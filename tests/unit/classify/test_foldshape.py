@@ -35,7 +35,9 @@ PATHS = ["/src/pytorch/aten/src/ATen/native/cuda/SortImpl.cu", "/src/error/a.cpp
          "/a/identifier/x.cu", "/b/undeclared_identifier/x.cpp", "src/x.pyx", "p.c", "torch/p.c", "/a/cudnn/b.cpp",
          "/a/thc/THCGeneral.h", "/a/__shfl/x.cuh", "/a/warning/x.c", "/a/note/x.c", "/a/int8_t.h", "k.h",
          "/w/error/torch/imp/p.c", "/c10/cuda/CUDAException.h", "/a/fatal/b.cc", "/a/c2664/b.cpp", "/a/csr2csc.cu",
-         "/src/undefined_reference.cc", "/a/kernel_launch_check.cu", "/q/__cuda_arch__.cuh", "/a/std/b.hpp"]
+         "/src/undefined_reference.cc", "/a/kernel_launch_check.cu", "/q/__cuda_arch__.cuh", "/a/std/b.hpp",
+         # a `^` unit's words at a path's start: the lead step's progress words, compiler names, `error`
+         "copying/x.c", "Cythonizing.pyx", "creating/a.cu", "Installing/b.cpp", "gcc/x.c", "error12.cu"]
 
 
 # lines whose path decides a rule that reads it (the rule is then tried on the line itself)
@@ -43,7 +45,9 @@ PATH_DECIDES = ["cmake_cuda_compiler.h:1:2: is not a full path", "/cusparseSfoo.
                 "/src/error/a.cpp:1:2: 'numeric_limits'ist kein Element von'std'\u200b",
                 "src/identifiercusparsex.cu:1:2: is undefined", "/a/torch.cu(4): module 'torch' has no attribute 'x'",
                 "/b/cusparseScsrmm2.cu:5:6: error: identifier \"y\" is undefined", "error.c:1: fatal: x",
-                "/a/cudnn/b.cpp:1:2: error: 'cudnnGetConvolutionForwardAlgorithm' was not declared in this scope"]
+                "/a/cudnn/b.cpp:1:2: error: 'cudnnGetConvolutionForwardAlgorithm' was not declared in this scope",
+                "copying/x.c:1:2: error: y", "Cythonizing.pyx:3:4: error: z", "creating/a.cu(3): error: w",
+                "Installing/b.cpp:5: fatal error: q.h: No such file or directory", "Copying.cpp(1,2): x"]
 
 
 def _matcher() -> Matcher:
@@ -90,14 +94,20 @@ def test_a_located_line_is_decided_through_its_folded_shape_as_the_plain_path_de
     assert len(fold.folded.entries) < len(set(lines))  # lines of different paths share a folded shape
 
 
-def test_the_rules_an_error_dense_log_tries_most_are_aware_and_a_literal_only_rule_is_not() -> None:
+def test_which_heads_the_rules_an_error_dense_log_tries_most_are_aware_on() -> None:
     rules = load_rules()
     prep = prepared(rules)
     contexts = unit_contexts(rules, prep.lead)
     steps = len(prep.lead)
     by_id = {r.id: contexts[steps + i - rules.lead] for i, r in enumerate(rules.rules) if i >= rules.lead}
-    assert by_id["compiler-error"] is None  # its optional location prefix `\S.*?` reads the path from 0
-    assert contexts[0] is None  # the merged lead exceptions (command echoes, progress lines)
+    # its optional location prefix `\S.*?` reads the path from 0 alike in every path, its other threads die in
+    # the location (pathstart.py): aware on no head
+    assert by_id["compiler-error"] == ((), ())
+    # the merged lead exceptions: the command echoes and test results die in the location, the progress words
+    # (`^Cythonizing`, `^[Cc]opying`, ...) may be a path's start: aware where a head holds one
+    lead = contexts[0]
+    assert lead is not None and lead[1] == ()
+    assert {"cythonizing", "opying", "creating", "installing", "byte-compiling"} <= set(lead[0])
     # read through the strings a match starting in the path holds there (pathcontext._prefix_inside)
     assert by_id["cuda-compiler-not-found"] == (("cmake_cuda_compiler",), ("cuda", "nvcc"))
     removed = by_id["cusparse-removed"]
