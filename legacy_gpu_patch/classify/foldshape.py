@@ -89,6 +89,11 @@ def shipped_contexts(rules: RuleSet, lead: tuple[Any, ...]) -> _Units:
                   lambda: unit_contexts(rules, lead))
 
 
+def _never(text: str) -> None:
+    """A search that finds nothing (trial_gate, where no aware unit comes before the decider)."""
+    return None
+
+
 def _shifted(spans: tuple[tuple[int, int], ...], by: int, token: int) -> tuple[tuple[int, int], ...] | None:
     """F's spans as T's: a position past the folded token moves by `by`, 0 (a `^` branch's start) and -1 stay;
     None where one lies inside the token (then the spans are not T's: not known here)."""
@@ -103,8 +108,8 @@ def _shifted(spans: tuple[tuple[int, int], ...], by: int, token: int) -> tuple[t
 class PathFold:
     """The decisions of a Matcher's new located shapes, through their folded shapes (module docstring)."""
 
-    __slots__ = ("_always", "_contained", "_finder", "_heads", "_interned", "_literals", "_location_path", "_orders",
-                 "_regex", "_unit_of", "contexts", "digit_shapes", "folded", "held", "memo")
+    __slots__ = ("_always", "_contained", "_finder", "_gates", "_heads", "_interned", "_literals", "_location_path",
+                 "_orders", "_regex", "_unit_of", "contexts", "digit_shapes", "folded", "held", "memo")
 
     def __init__(self, folded: ShapeCache) -> None:
         """`folded`: a ShapeCache of the matcher's, for folded lines (it must not fold: a folded line folds to
@@ -120,6 +125,7 @@ class PathFold:
         self._heads: dict[str, tuple[str, frozenset[int]]] = {}
         self._interned: dict[frozenset[int], frozenset[int]] = {}  # one object per set: its hash is kept
         self._orders: dict[tuple[frozenset[str], frozenset[int]], tuple[int, ...]] = {}
+        self._gates: dict[tuple[frozenset[int], int], Any] = {}
         self._unit_of: dict[int, int] = {}
         self.held: frozenset[str] | None = None
         self.digit_shapes: tuple[str, ...] = ()  # the shapes of the context strings that hold a digit
@@ -200,6 +206,37 @@ class PathFold:
             if len(self._orders) >= MAX_SHAPES:
                 self._orders.clear()
             found = self._orders[key] = (*lead, *(first + i for i in rules if first + i in aware))
+        return found
+
+    def trial_gate(self, matcher: Matcher, aware: frozenset[int], first: int) -> Any:
+        """A search for the strings by which a line selects one of the `aware` units up to `first` for _order (a
+        lead step's prefilter literals, a rule's literals of the index): on a lowered line that holds none of them,
+        _order tries none of those units, whatever the index's answer. None where one is tried on every line (a
+        merged lead step, a unit without literals)."""
+        key = (aware, first)
+        found = self._gates.get(key, False)
+        if found is False:
+            strings: set[str] = set()
+            steps = matcher._lead_steps
+            rules = matcher.rules
+            gated = dict(zip(rules.literals, rules.literal_rules))
+            found = None
+            for u in sorted(v for v in aware if v <= first):
+                if u < len(steps):
+                    rule, group, _ = steps[u]
+                    if group is not None or not rule.prefilter:
+                        break
+                    strings.update(rule.prefilter)  # in the index's answer only where in the line
+                    continue
+                i = u - len(steps) + rules.lead
+                if i in matcher._index.always:
+                    break
+                strings.update(lit for lit, of in gated.items() if i in of)
+            else:  # none tried on every line
+                found = re.compile("|".join(map(re.escape, sorted(strings)))).search if strings else _never
+            if len(self._gates) >= MAX_SHAPES:
+                self._gates.clear()
+            self._gates[key] = found
         return found
 
     def decide(self, matcher: Matcher, text: str) -> Any:

@@ -103,7 +103,8 @@ class FoldedLines(KnownLines):
         # holds for them all, else as the long way learns it (shapes.py, known.py)
         if not self._learn_folded(fold, key, raw, plain, low[: cut + 1], token + low[cut], aware, first, kept, hit):
             shape = key if plain != QUOTED else key.translate(_BACKQUOTE)
-            shapes.store(text, shape, None if hit is True else (first, hit[0], hit[1]), fold.held)
+            held = fold.held if fold.held is not None else self._located.answer(low, cut)[0]
+            shapes.store(text, shape, None if hit is True else (first, hit[0], hit[1]), held)
             self._learn_known(key, raw, plain)
         if hit is True or hit[0].exception:
             return nxt
@@ -151,6 +152,10 @@ class FoldedLines(KnownLines):
         """The units aware on the line's head, tried on the line before F's decider `first`: True where none
         matches and the decider is not aware; the decider's match on the line where it is aware and matches;
         None (the long way decides) where an earlier one matches, or the aware decider misses or is not selected."""
+        gate = fold.trial_gate(self, aware, first)
+        if gate is not None and gate(low) is None:  # the line selects none of the units: none is tried
+            fold.held = None  # the index's answer, asked below where the shape's entry needs it
+            return None if first in aware else True
         held, rules = self._located.answer(low, cut)  # and `_located.starts` for this line's path
         fold.held = held  # for the line's shape entry (ShapeCache.store)
         try_unit = self.held_unit

@@ -169,3 +169,30 @@ def test_findings_with_the_folded_shape_are_the_plain_paths(tmp_path: Path, monk
         assert _summary(log, True, max_findings=7, max_occurrences=2) == _summary(log, False, max_findings=7,
                                                                                   max_occurrences=2)
     assert calls["folded"] > 5_000
+
+
+def test_a_line_that_holds_none_of_the_trial_gate_s_strings_would_try_no_aware_unit() -> None:
+    """FoldedLines._aware_first skips the index's answer where the gate finds nothing: _order, given the answer,
+    must then try no unit up to the decider, for every decider a line could have."""
+    m = _matcher()
+    fold = PathFold(m._shape_cache())
+    fold.decide(m, "a.c:1:2: x")  # reads the proofs
+    rnd = random.Random(5)
+    skipped = tried = 0
+    units = len(fold.contexts)
+    for text in _located_lines(3, 3_000):
+        if not text.isascii():
+            continue
+        low = text.lower()
+        cut = location_path(text)
+        _, aware = fold._head(low[: cut + 1])
+        held, rules = m._located.answer(low, cut)
+        for first in {min(aware, default=0), max(aware, default=0), rnd.randrange(units), units, 1 << 30}:
+            gate = fold.trial_gate(m, aware, first)
+            order = [u for u in fold._order(m, held, rules, aware) if u <= first]
+            if gate is not None and gate(low) is None:
+                assert not order, (text, first)
+                skipped += 1
+            else:
+                tried += bool(order)
+    assert skipped > 1_000 and tried > 100
