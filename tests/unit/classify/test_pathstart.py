@@ -133,3 +133,21 @@ def test_the_walk_from_a_path_start_follows_the_whole_location_up_to_its_space(t
             assert not walk(path[j:] + tail[:-1] + "x")  # a location is followed by its space only
         assert not walk(path + tail[0] + "x")
     assert not walk("a.c:1:2:3:") and not walk("a.c(1,2,3)") and not walk("a.c:(1)") and not walk("a.txt:1")
+
+
+def test_the_fold_proofs_cache_name_covers_every_module_that_computes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit of a proof module must give the cached proofs a new name (rulecache's digest of the sources)."""
+    import sys
+    from pathlib import Path
+
+    from legacy_gpu_patch.classify import foldshape, rulecache
+
+    rules = load_rules()
+    lead = prepared(rules).lead
+    seen: list[Path] = []
+    monkeypatch.setattr(rulecache, "cached", lambda name, sources, make: seen.extend(sources))
+    foldshape.shipped_contexts(rules, lead)
+    proofs = {Path(m.__file__ or "").name for name, m in sys.modules.items()
+              if name.startswith("legacy_gpu_patch.classify.path")}  # pathfold, pathcontext, pathstart
+    assert {"pathstart.py", "pathcontext.py", "pathfold.py"} <= proofs
+    assert proofs | {"foldshape.py", "prepare.py"} <= {p.name for p in seen}
