@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
-from legacy_gpu_patch.classify.shapes import _category_has_digits
+from legacy_gpu_patch.classify.shapes import class_takes
 
 __all__ = ["digits_follow", "harmless_contexts", "harmless_strings"]
 
@@ -39,23 +39,10 @@ _Frame = tuple[Any, int] | None  # where the pattern goes on after a group ends:
 
 def _takes_digit(items: Any) -> bool:
     """Whether a character class takes some ASCII digit (True where not known)."""
-    c = _sre_constants
-    for ch in _DIGITS:
-        hit, negate = False, False
-        for op, av in items:
-            if op is c.NEGATE:
-                negate = True
-            elif op is c.LITERAL:
-                hit = hit or av == ch
-            elif op is c.RANGE:
-                hit = hit or av[0] <= ch <= av[1]
-            elif op is c.CATEGORY:
-                hit = hit or _category_has_digits(av)
-            else:
-                return True
-        if hit != negate:
-            return True
-    return False
+    try:
+        return any(class_takes(items, ch) for ch in _DIGITS)
+    except ValueError:
+        return True
 
 
 def _blocked(items: Any, i: int, rest: list[_Frame]) -> bool:

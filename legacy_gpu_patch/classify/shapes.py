@@ -47,26 +47,27 @@ def _category_has_digits(code: Any) -> bool:
     raise ValueError(code)  # not known: the caller says "not blind"
 
 
+def class_takes(items: Any, ch: int) -> bool:
+    """Whether a parsed character class (`IN`'s items) takes the character `ch`; ValueError where not known."""
+    c = _sre_constants
+    hit, negate = False, False
+    for op, av in items:
+        if op is c.NEGATE:
+            negate = True
+        elif op is c.LITERAL:
+            hit = hit or av == ch
+        elif op is c.RANGE:
+            hit = hit or av[0] <= ch <= av[1]
+        elif op is c.CATEGORY:
+            hit = hit or _category_has_digits(av)
+        else:
+            raise ValueError(op)
+    return hit != negate
+
+
 def _class_blind(items: Any) -> bool:
     """Whether a character class takes all ten digits or none of them."""
-    c = _sre_constants
-
-    def takes(ch: int) -> bool:
-        hit, negate = False, False
-        for op, av in items:
-            if op is c.NEGATE:
-                negate = True
-            elif op is c.LITERAL:
-                hit = hit or av == ch
-            elif op is c.RANGE:
-                hit = hit or av[0] <= ch <= av[1]
-            elif op is c.CATEGORY:
-                hit = hit or _category_has_digits(av)
-            else:
-                raise ValueError(op)
-        return hit != negate
-
-    return len({takes(ch) for ch in _DIGITS}) == 1
+    return len({class_takes(items, ch) for ch in _DIGITS}) == 1
 
 
 def digit_blind(regex: re.Pattern[Any]) -> bool:
