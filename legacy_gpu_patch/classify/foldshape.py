@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from legacy_gpu_patch.classify.casefold import SpanMatch
 from legacy_gpu_patch.classify.pathfold import FOLD_TOKEN
-from legacy_gpu_patch.classify.shapes import MAX_SHAPES, NOT_FOLDED, ShapeCache
+from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, NOT_FOLDED, TEXT_TO_ZERO, ShapeCache
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports shapes.py, which imports this module)
     from legacy_gpu_patch.classify.match import Matcher
@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports shapes.py,
 
 __all__ = ["NOT_FOLDED", "PathFold", "unit_contexts"]
 
-_END = 1 << 30  # no unit matches F
 # how a lowered string that starts in a location's path and covers its `:`/`(` and first digit starts (located.py)
 _PAST_HEAD = re.compile(r"[a-z0-9_./+-]+[:(][0-9]")
 _PATH_ONLY = re.compile(r"[a-z0-9_./+-]+")  # a string that a fold token may be made of (pathfold's PATH)
@@ -54,18 +53,11 @@ def unit_contexts(rules: RuleSet, lead: tuple[Any, ...]) -> _Units:
     (pathcontext.path_contexts), and its prefilter literals that can start in a path (module docstring)."""
     from legacy_gpu_patch.classify.pathcontext import path_contexts
     from legacy_gpu_patch.classify.pathfold import string_path_blind
+    from legacy_gpu_patch.classify.prepare import plain_units
 
-    units: list[tuple[re.Pattern[str], tuple[str, ...]]] = []
-    for step in lead:
-        first = rules.rules[step.rules[0]]
-        if step.pattern is None:
-            units.append((first.regex, first.prefilter))
-        else:  # merged exceptions without prefilter (prepare._lead_plan)
-            units.append((re.compile(step.pattern), ()))
-    units += [(r.regex, r.prefilter) for r in rules.rules[rules.lead:]]
     out: list[tuple[tuple[str, ...], tuple[str, ...]] | None] = []
-    for regex, prefilter in units:
-        read = path_contexts(regex)
+    for pattern, flags, prefilter in plain_units(rules, lead):
+        read = path_contexts(re.compile(pattern, flags))
         literals = tuple(dict.fromkeys(lit.lower() for lit in prefilter if not string_path_blind((lit,))))
         if read is None or any(_PAST_HEAD.match(lit) for lit in literals):
             out.append(None)  # not proven, or a literal that may cover the location's digit (not in the head)
@@ -150,8 +142,7 @@ class PathFold:
         # string found at each position stands for every string it starts with, and so for all it contains
         self._finder = re.compile("(?=(" + _trie(strings) + "))").findall if strings else None
         self._contained = {x: frozenset(o for o in strings if o in x) for x in strings}
-        zero = str.maketrans("123456789", "000000000")
-        self.digit_shapes = tuple({x.translate(zero) for x in strings if any(ch.isdigit() for ch in x)})
+        self.digit_shapes = tuple({x.translate(TEXT_TO_ZERO) for x in strings if any(ch.isdigit() for ch in x)})
         # the unit of each rule a hit can name (a merged lead step's members: the step's)
         steps = matcher._lead_steps
         for j, (rule, group, _) in enumerate(steps):

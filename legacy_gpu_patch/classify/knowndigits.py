@@ -141,11 +141,9 @@ def harmless_strings(rules: Any, lead: tuple[Any, ...], aware_runs: dict[int, tu
                      ) -> frozenset[str]:
     """The digit contexts of a matcher's units (`lead`: prepare.Prepared.lead; `aware_runs`: per aware unit, its
     contexts) that are harmless where a digit follows them in every unit whose context they are."""
-    units: list[tuple[str, int, tuple[str, ...]]] = []
-    for step in lead:  # as prepare.prepare numbers and reads them
-        first = rules.rules[step.rules[0]]
-        units.append((step.pattern or first.pattern, first.flags, first.prefilter))
-    units += [(r.pattern, r.flags, r.prefilter) for r in rules.rules[rules.lead :]]
+    from legacy_gpu_patch.classify.prepare import plain_units
+
+    units = plain_units(rules, lead)
     seen: set[str] = set()
     harmful: set[str] = set()
     for unit, runs in aware_runs.items():

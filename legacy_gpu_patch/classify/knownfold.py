@@ -39,12 +39,11 @@ from legacy_gpu_patch.classify.foldshape import _shifted
 from legacy_gpu_patch.classify.known import NOTHING, QUOTED, KnownLines, _key_span, _strings, plain_shape
 from legacy_gpu_patch.classify.knowndigits import digits_follow
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
-from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, RAW_TO_ZERO
+from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, RAW_TO_ZERO, TEXT_TO_ZERO
 
 __all__ = ["FoldedLines"]
 
 _BACKQUOTE = bytes.maketrans(b"`", b"'")
-_TO_ZERO = str.maketrans("123456789", "000000000")
 
 
 class FoldedLines(KnownLines):
@@ -126,7 +125,7 @@ class FoldedLines(KnownLines):
         memo = fold.memo  # the tests that do not depend on the line, per path, and per units and strings
         alike = memo.get(path)
         if alike is None:
-            shape = path.translate(_TO_ZERO)
+            shape = path.translate(TEXT_TO_ZERO)
             alike = memo[path] = not any(s in shape for s in fold.digit_shapes)
         ok = memo.get((aware, first, kept, head)) if alike else False
         if ok is None:

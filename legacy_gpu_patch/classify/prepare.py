@@ -185,6 +185,14 @@ def _lead_plan(rules: Sequence[Rule], lead: int) -> tuple[LeadStep, ...]:
     return tuple(steps)
 
 
+def plain_units(rules: RuleSet, plan: Sequence[LeadStep]) -> list[tuple[str, int, tuple[str, ...]]]:
+    """(pattern, flags, prefilter) of each unit as Matcher.plain_match numbers and runs it: each lead step (a merged
+    run as lead_machinery compiles it, its members' flags scoped inside), then each rule past the lead."""
+    units = [(rules.rules[s.rules[0]].pattern, rules.rules[s.rules[0]].flags, rules.rules[s.rules[0]].prefilter)
+             if s.pattern is None else (s.pattern, 0, ()) for s in plan]
+    return units + [(r.pattern, r.flags, r.prefilter) for r in rules.rules[rules.lead :]]
+
+
 def _raw_skip(lead: Sequence[Rule]) -> bytes | None:
     """One bytes pattern for the raw fast path, or None where the rules do not allow it. Only exceptions preceded
     by exceptions alone qualify: whatever lead rule reads such a line first, it is not a finding."""
@@ -219,11 +227,7 @@ def prepare(rules: RuleSet) -> Prepared:
     for rule in rules.rules:
         gate = key_gate(rule.regex)
         gates.append((gate.pattern, gate.flags) if gate is not None else None)
-    units: list[tuple[str, int, tuple[str, ...]]] = []
-    for step in plan:
-        first = rules.rules[step.rules[0]]
-        units.append((step.pattern or first.pattern, first.flags, first.prefilter))
-    units += [(r.pattern, r.flags, r.prefilter) for r in rules.rules[rules.lead :]]
+    units = plain_units(rules, plan)
     aware = tuple(
         (u, pre) for u, (pattern, flags, pre) in enumerate(units)
         if not (literals_blind(pre) and digit_blind(re.compile(pattern, flags)))

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports this modul
 __all__ = ["RuleMatch", "ShapeCache", "SpanMatch", "digit_blind", "digit_contexts", "literals_blind", "shape_of"]
 
 RAW_TO_ZERO = _TO_ZERO = bytes.maketrans(b"123456789", b"000000000")  # a shape, in bytes.translate() terms
+TEXT_TO_ZERO = str.maketrans("123456789", "000000000")  # the same for a str
 # cache entries (~0.5 KiB each); the cache starts again when full. A failing build of PyTorch has tens of thousands
 # of error-line shapes (its files times its messages: the bench's error-dense log has 20,300): at 1 << 14 a third of
 # them were learnt twice
