@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
+from legacy_gpu_patch.classify.fastpath import _sre_constants
 from legacy_gpu_patch.classify.pathfold import (
     _PATH,
     STARTS_TAIL,
@@ -114,8 +114,3 @@ def _takes_path(item: Any, icase: bool) -> bool:
     if op is c.NOT_LITERAL:
         return not _literal(av, icase) & _PATH
     return _charset(av, icase) >= _PATH
-
-
-def parse(pattern: str, flags: int = 0) -> list[Any]:
-    """A pattern's parse tree as an item list (for the tests)."""
-    return list(_sre_parse.parse(pattern, flags))

@@ -12,9 +12,10 @@ import pytest
 from test_pathfold import PATHS, TAILS, message_lines
 
 from legacy_gpu_patch.classify.classifier import load_rules
+from legacy_gpu_patch.classify.fastpath import _sre_parse
 from legacy_gpu_patch.classify.pathcontext import PathRead, path_contexts
 from legacy_gpu_patch.classify.pathfold import fold, location_path
-from legacy_gpu_patch.classify.pathstart import alike, parse
+from legacy_gpu_patch.classify.pathstart import alike
 from legacy_gpu_patch.classify.prepare import prepared
 
 # paths a `^` alternative could read: progress words (`^Cythonizing`, `^[Cc]opying`, `^creating`, `^Installing`),
@@ -23,6 +24,10 @@ ADVERSARIAL = ["copying/x.c", "Copying.cpp", "Cythonizing.pyx", "creating/a.cu",
                "byte-compiling/x.h", "gcc/x.c", "/a/g++-9/x.cpp", "error.c", "error12.cu", "/a/fatal/error.h",
                "src/x.pyx", "a1/2.cu", ".c", "cd/x.c", "test_a/b.py", "--x.c", "12.c"]
 
+
+def parse(pattern: str, flags: int = 0) -> list[Any]:
+    """A pattern's parse tree as an item list, as pathcontext hands alike() an alternative."""
+    return list(_sre_parse.parse(pattern, flags))
 
 @pytest.mark.parametrize(("pattern", "proven"), [
     (r"^\S.*?:\d+: error", True),  # synced: the body cannot start in a path
