@@ -2,7 +2,7 @@
 """Variants of CuPy 1.24's reduction kernel, timed on the GPU without rebuilding CuPy: what a template change
 would buy before it becomes a patch.
 
-    PYTHONPATH=DIR python bench/gpu/reduction_variants.py --pxi reduction.pxi [--json FILE]
+    PYTHONPATH=DIR python bench/gpu/reduction_variants.py --pxi reduction.pxi [--parts] [--json FILE]
 
 DIR is a `pip install --target` folder of lgpatch's Chainer wheel (its CuPy compiles and launches the kernels);
 --pxi is the patched cupy/core/reduction.pxi of the same build (its kernel template is rendered here exactly as
@@ -14,6 +14,12 @@ rows layout: each output's lanes neighbouring threads) and prints median millise
 the share of the device-to-device copy bandwidth measured in the same run (bytes = the input, read once). A
 template that already divides by multiply and shift is timed as it is. Its first run (docs/gpu-proofs.md,
 session 8, call 5) took the copy from CuPy's own copy kernel, a quarter of it.
+
+--parts (instead of the cases above; bench/gpu/_reduction_runs.py): the sum over axes (0,2) of 32x64x32768, its
+4-D form (0,2,3) of 32x64x128x256 and the in-L2 8x64x112x112, by the template as it is (its own indexer) and by
+standalone kernels that split its per-element cost (the template's division against an odometer, 64- against
+32-bit offsets) and walk whole contiguous runs (several loads or float4 in flight), each at the split the
+template's rule chooses and a few others, each checked against NumPy (max abs error printed).
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ import statistics
 import string
 import sys
 from pathlib import Path
+
+import _reduction_runs
 
 FASTDIV = r"""
 // Division of an index by the indexer's sizes with a multiply and a shift (Granlund & Montgomery 1994,
@@ -113,6 +121,25 @@ def kernel_source(pxi: str, fastdiv: bool, in_ndim: int, name: str) -> str:
         output_expr="type_out0_raw &out0 = _raw_out0[_out_ind.get()];")
 
 
+# --parts: the template with one cost taken out at a time. fast-const: the per-element branch on _lg_fast (uniform,
+# true here) between the four loads of a step removed; idx32: CArray's per-dimension 64-bit offset products made
+# 32-bit (byte offsets below 2^31, as in every shape --parts times).
+TEMPLATE_MODS = ("as-is", "fast-const", "fast-const-idx32")
+
+
+def template_mod(source: str, mod: str) -> str:
+    if mod == "as-is":
+        return source
+    call = "_lg_index_set(_in_ind, _lg_divs, _lg_fast, _j);"
+    assert source.count(call) >= 2, "template: no fast-division call to fix"
+    source = source.replace(call, "_lg_index_set(_in_ind, _lg_divs, true, _j);")
+    if mod.endswith("idx32"):
+        wide = "ptr += static_cast<ptrdiff_t>(strides_[dim]) * idx[dim];"
+        assert source.count(wide) == 1, "carray.cuh: CArray::operator[](const int*) not as expected"
+        source = source.replace(wide, "ptr += (int)(strides_[dim] * idx[dim]);")
+    return source
+
+
 def median_ms(cupy, launch, reps: int = 20) -> float:
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     for _ in range(3):
@@ -131,6 +158,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pxi", type=Path, required=True)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--parts", action="store_true", help="time the runs/odometer variants (see above)")
     args = parser.parse_args()
     import cupy
     import numpy
@@ -153,6 +181,29 @@ def main() -> int:
     # exists only in templates that have it: cupy-reduction-layout's as merged compiles it under a define in the
     # kernel's preamble; its first version (session 9, calls 2 and 4) read bit 16 of _block_stride at run time.
     text = template(pxi, False)
+    if args.parts:
+        _reduction_runs.HEAD[0] = head
+
+        def template_row(case, x, axes, nsplit, want, mod):
+            """The template (template_mod's `mod` of it), one output a block, nsplit blocks an output."""
+            kept = tuple(d for d in range(x.ndim) if d not in axes)
+            xt = x.transpose(axes + kept)
+            out_shape = tuple(x.shape[d] for d in kept)
+            kern = cupy.cuda.compile_with_cache(template_mod(
+                head + kernel_source(pxi, False, xt.ndim, "lg_variant_as_is"), mod)).get_function("lg_variant_as_is")
+            out = cupy.empty(out_shape, numpy.float32)
+            kargs = [xt, out, Indexer(xt.shape), Indexer(out_shape), numpy.int32(1), part, count,
+                     numpy.int32(nsplit)]
+            ms = median_ms(cupy, lambda: kern((out.size * nsplit,), (512,), kargs, shared_mem=32 * 512))
+            got = cupy.asnumpy(out).astype("d")
+            return {"case": case, "variant": f"template-{xt.ndim}d-{mod}", "nsplit": nsplit, "ms": round(ms, 4),
+                    "pct_of_copy": round(100 * x.nbytes / ms / 1e6 / copy_gbs, 1),
+                    "max_abs_err": float(numpy.abs(got - want).max()),
+                    "equal_to_numpy": bool(numpy.array_equal(got.astype(numpy.float32), want.astype(numpy.float32)))}
+        results = _reduction_runs.run_parts(cupy, numpy, big, copy_gbs, median_ms, sm, template_row, TEMPLATE_MODS)
+        if args.json:
+            args.json.write_text(json.dumps({"copy_gbs": copy_gbs, "sm_count": sm, "rows": results}, indent=1))
+        return 0 if all(r["equal_to_numpy"] for r in results) else 1
     rows_by_bit = "_block_stride & 0x10000" in text
     rows = rows_by_bit or "#ifdef _LG_ROWS_LAYOUT" in text
     cases = [

@@ -410,3 +410,47 @@ def test_fast_division_gives_the_indexers_own_indices_compiled_and_run_on_the_ho
     assert build.returncode == 0, build.stderr
     run = subprocess.run([str(tmp_path / "fastdiv")], capture_output=True, text=True, timeout=120)
     assert (run.returncode, run.stdout.strip()) == (0, "ok"), run.stdout
+
+
+def _bench_modules():
+    """bench/gpu/_reduction_runs.py and reduction_variants.py (the GPU scripts of the axes (0,2,3) sum's parts)."""
+    import importlib
+    import sys
+
+    from helpers import REPO
+
+    sys.path.insert(0, str(REPO / "bench" / "gpu"))
+    try:
+        return importlib.import_module("_reduction_runs"), importlib.import_module("reduction_variants")
+    finally:
+        sys.path.remove(str(REPO / "bench" / "gpu"))
+
+
+def test_parts_bench_kernels_read_every_element_once(pxi: str) -> None:
+    """Each kernel of reduction_variants.py --parts, emulated per (block, thread, step) with its own expressions,
+    reads every element of an output exactly once, at the split the template's rule gives and at 66."""
+    runs, _ = _bench_modules()
+    rule_of = python_function(pxi, "_lg_reduction_split")["_lg_reduction_split"]
+    for _case, _shape, _axes, (n, c, length) in runs.SHAPES:
+        rule = runs.split_rule(n * c * length, c, 132)
+        assert rule == rule_of(n * c * length, c, 1, 512, 132)
+        for name in runs.VARIANTS:
+            for nsplit in (rule, 66):
+                runs.emulate(name, n, c, length, nsplit)
+
+
+@requires_nvcc
+def test_parts_bench_kernels_compile_for_sm_90(tree: Path, pxi: str, tmp_path: Path) -> None:
+    """The --parts kernels and the template's variants (fast-const, idx32; 3- and 4-D indexers) compile."""
+    from helpers import NVCC
+
+    runs, variants = _bench_modules()
+    head = variants.header(tree / "cupy")
+    sources = {name: head + runs.source(name) for name in runs.VARIANTS}
+    sources.update({f"t{nd}-{mod}": variants.template_mod(head + variants.kernel_source(pxi, False, nd, "lg_t"), mod)
+                    for nd in (3, 4) for mod in variants.TEMPLATE_MODS})
+    for name, text in sources.items():
+        (tmp_path / f"{name}.cu").write_text(text)
+        proc = subprocess.run([NVCC, "-cubin", "-arch=sm_90", f"{name}.cu"], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, f"{name}:\n{proc.stderr}"
