@@ -4,14 +4,15 @@ Standalone kernels for the shape class "outputs C (one kept axis), each a sum of
 (axes (0,2) of N×C×L, axes (0,2,3) of N×C×H×W with L = H*W), all 512 threads a block, C*nsplit blocks, block b
 reducing slice b % nsplit of output b // nsplit and the last block of an output combining the nsplit partials
 (cupy-reduction-grid's arrival counter, reset by that block). Element offsets are in elements; the input is the
-C-contiguous array seen flat. Kernels (`-D` defines of one source, so each is its own compiled kernel):
+C-contiguous array seen flat. Kernels (#defines in front of _reduction_runs.cu, each a kernel of its own):
 
 - strided, the template's visiting order (thread t of slice s reads reduced flat index J = t + 512*s, then
   J += 512*nsplit, UNROLL loads a step, the rest one by one), with the index of each element from
   - DIV: the template's work, J*C + c divided by C and by L with multiply and shift per element (cupy-reduction-
     layout's _lg_udiv), then n*sN + l*sL + c*sC;
-  - ODO: an odometer: (n, l) and the offset made once by a division, then per element l += step, offset +=
-    step*sL and, while l >= L, l -= L and offset += sN - L*sL (an add, a compare, a rare carry);
+  - ODO: an odometer: (n, l) and the offset made once by a division, then per element (step = kq*L + kr)
+    l += kr, offset += kq*sN + kr and, where l >= L, l -= L and offset += sN - L (adds, a compare, two selects:
+    no branch between a step's loads, which are issued after its UNROLL offsets);
   each with 64-bit (as the template) or 32-bit (IDX32) offsets.
 - runs: the slice's lanes walk tiles of whole runs, TILE = 512*VEC*UNROLL elements: tile t (t = s, s + nsplit,
   ...) of the N*ceil(L/TILE) of the output is run n = t / tiles_per_run at offset (t % tiles_per_run)*TILE, one
