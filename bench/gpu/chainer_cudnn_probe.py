@@ -3,7 +3,7 @@
 
     PYTHONPATH=DIR python bench/gpu/chainer_cudnn_probe.py [--workspaces-mib 8 32 128 512] [--json FILE]
 
-DIR is a `pip install --target` folder of the patched Chainer wheel. Three parts:
+DIR is a `pip install --target` folder of the patched Chainer wheel. Parts:
 
 1. Workspace: `chainer.cuda.set_max_workspace_size` is the one cuDNN setting Chainer 1.24 has (no autotune: it asks
    cuDNN's heuristics for the fastest algorithm that fits the limit; the default is 8 MiB). For each limit, the
@@ -14,11 +14,13 @@ DIR is a `pip install --target` folder of the patched Chainer wheel. Three parts
    small finish before the host issues the next, so the wall time per call is the host's).
 3. One batch-1 convolution's host time split: Chainer's whole call, the four descriptors, cuDNN's
    convolutionForward and addTensor alone.
-4. `--parts torch` (a process of its own, without DIR on PYTHONPATH: torch and CuPy 1.24 each load their own
+4. `--parts algos`: every cuDNN forward algorithm (0-7) on the inspection CNN's three convolutions at batch 1
+   and 32: workspace, host (enqueue) and synchronized µs per call, and the output's difference from algorithm 1's.
+5. `--parts torch` (a process of its own, without DIR on PYTHONPATH: torch and CuPy 1.24 each load their own
    CUDA libraries): the same batch-1 layers in torch, timed the same way, i.e. the host floor torch's dispatcher
    and cuDNN frontend reach for the same kernels.
 
-`--parts` picks among workspace, layers, conv, torch (default: the first three).
+`--parts` picks among workspace, layers, conv, algos, torch (default: the first three).
 """
 
 from __future__ import annotations
@@ -174,6 +176,70 @@ def conv_call_parts(rounds: int) -> list[dict]:
     return rows
 
 
+INSPECTION_CONVS = ((3, 32, 224), (32, 64, 112), (64, 128, 56))  # (in, out, side) of its three 3x3 convolutions
+
+
+def _algo_row(libcudnn, handle, tensors: dict, descs: dict, algo: int, rounds: int) -> dict:
+    """One forward algorithm on one problem: its workspace, host (enqueue) and synchronized µs, its output's
+    largest difference from algorithm 1's (Chainer's usual heuristic answer on the H200)."""
+    from chainer import cuda
+
+    x, w, y = tensors["x"], tensors["W"], tensors["y"]
+    args = (handle, descs["x"].value, descs["W"].value, descs["conv"].value, descs["y"].value)
+    try:
+        size = libcudnn.getConvolutionForwardWorkspaceSize(*args, algo)
+    except Exception as exc:  # cuDNN answers NOT_SUPPORTED for algorithms that do not take this problem
+        return {"algo": algo, "error": type(exc).__name__ + ": " + str(exc)[:80]}
+    workspace = cuda.cupy.empty((max(size, 1),), dtype="b")
+    one, zero = tensors["one"], tensors["zero"]
+
+    def forward():
+        libcudnn.convolutionForward(handle, one.data, descs["x"].value, x.data.ptr, descs["W"].value, w.data.ptr,
+                                    descs["conv"].value, algo, workspace.data.ptr, size, zero.data,
+                                    descs["y"].value, y.data.ptr)
+
+    sync = cuda.Stream.null.synchronize
+    try:
+        enqueue = _median_ms(forward, sync, 300, rounds, sync_each=False)
+        synced = _median_ms(forward, sync, 300, rounds, sync_each=True)
+        forward()
+    except Exception as exc:  # some algorithms report a workspace size and then refuse the problem
+        return {"algo": algo, "workspace_bytes": int(size), "error": type(exc).__name__ + ": " + str(exc)[:80]}
+    diff = float(abs(y - tensors["reference"]).max()) if "reference" in tensors else 0.0
+    return {"algo": algo, "workspace_bytes": int(size), "enqueue_us": round(enqueue * 1e3, 1),
+            "synchronized_us": round(synced * 1e3, 1), "max_abs_diff_vs_algo1": diff}
+
+
+def forward_algorithms(rounds: int, batches: tuple[int, ...] = (1, 32)) -> list[dict]:
+    """Every cuDNN forward algorithm on the inspection CNN's convolutions: whether a cheaper host call exists for
+    the same GPU work (cuDNN 9 runs the legacy API through its graph engine, ~50 µs of host time per call)."""
+    import numpy
+    from chainer import cuda
+    from cupy import cudnn
+
+    libcudnn, handle = cudnn.cudnn, cudnn.get_handle()
+    rng = numpy.random.RandomState(0)
+    rows = []
+    for batch in batches:
+        for cin, cout, side in INSPECTION_CONVS:
+            tensors = {"x": cuda.to_gpu(rng.randn(batch, cin, side, side).astype("f")),
+                       "W": cuda.to_gpu(rng.randn(cout, cin, 3, 3).astype("f")),
+                       "y": cuda.cupy.empty((batch, cout, side, side), dtype="f"),
+                       "one": numpy.array(1, dtype="f").ctypes, "zero": numpy.array(0, dtype="f").ctypes}
+            descs = {"x": cudnn.create_tensor_descriptor(tensors["x"]),
+                     "y": cudnn.create_tensor_descriptor(tensors["y"]),
+                     "W": cudnn.create_filter_descriptor(tensors["W"]),
+                     "conv": cudnn.create_convolution_descriptor((1, 1), (1, 1), numpy.dtype("f"))}
+            problem = f"b{batch} {cin}->{cout} {side}x{side}"
+            first = _algo_row(libcudnn, handle, tensors, descs, 1, rounds)
+            tensors["reference"] = tensors["y"].copy()
+            for algo in range(8):
+                row = first if algo == 1 else _algo_row(libcudnn, handle, tensors, descs, algo, rounds)
+                rows.append({"problem": problem, **row})
+                print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def torch_layer_host_costs(rounds: int) -> list[dict]:
     """Part 1's batch-1 layers in torch (inference mode, the image's torch), as enqueue throughput."""
     import torch
@@ -208,12 +274,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspaces-mib", type=int, nargs="+", default=[8, 32, 128, 512, 2048])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--parts", nargs="+", choices=["workspace", "layers", "conv", "torch"],
+    parser.add_argument("--parts", nargs="+", choices=["workspace", "layers", "conv", "algos", "torch"],
                         default=["workspace", "layers", "conv"])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     parts = {"workspace": lambda: workspace_sweep(args.workspaces_mib, args.rounds),
              "layers": lambda: layer_host_costs(args.rounds), "conv": lambda: conv_call_parts(args.rounds),
+             "algos": lambda: forward_algorithms(args.rounds),
              "torch": lambda: torch_layer_host_costs(args.rounds)}
     report = {name: parts[name]() for name in args.parts}
     if args.json:
