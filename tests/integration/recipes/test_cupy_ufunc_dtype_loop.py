@@ -10,13 +10,14 @@ through that loop) against NumPy.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy
 import pytest
 from helpers import git
+from helpers.cupy_pxi import cdef_function
+from helpers.cupy_pxi import op_tables as cupy_op_tables
 from helpers.reduction_template import applied_in_order, commit_of, text_at
 
 pytestmark = [pytest.mark.integration]
@@ -47,30 +48,11 @@ def test_one_commit_on_elementwise_pxi(tree: Path) -> None:
 
 def choice_function(pxi: str) -> Any:
     """_guess_routine_from_dtype as Python: the cdef signature and its cdef locals line made plain."""
-    body = re.search(r"^cdef tuple _guess_routine_from_dtype\(list ops, object dtype\):\n(.*?)(?=^\S)", pxi,
-                     re.S | re.M)
-    assert body, "no _guess_routine_from_dtype"
-    lines = [line for line in body.group(1).splitlines() if not line.strip().startswith("cdef ")]
-    namespace: dict[str, Any] = {}
-    exec("def choose(ops, dtype):\n" + "\n".join(lines) + "\n", namespace)
-    return namespace["choose"]
+    return cdef_function(pxi, "_guess_routine_from_dtype", "ops, dtype", {})
 
 
 def op_tables(tree: Path) -> dict[str, list[tuple]]:
-    """Every create_ufunc / create_reduction_func table written as a literal in CuPy 1.24 (core.pyx, cupy/) as it builds
-    them: (in types, out types, routine) with NumPy scalar types, in the table's order."""
-    tables: dict[str, list[tuple]] = {}
-    files = git(tree, "ls-tree", "-r", "--name-only", commit_of(tree, STEP), "cupy").split()
-    sources = [text_at(tree, STEP, path) for path in files if path.endswith((".py", ".pyx", ".pxi"))]
-    for name, body in re.findall(r"create_(?:ufunc|reduction_func)\(\s*'(\w+)',\s*\((.*?)\)\s*,",
-                                 "\n".join(sources), re.S):
-        ops = []
-        for sig in re.findall(r"'([?a-zA-Z]+->[?a-zA-Z]+)'", body):
-            ins, outs = sig.split("->")
-            ops.append((tuple(numpy.dtype(c).type for c in ins), tuple(numpy.dtype(c).type for c in outs), None))
-        if ops:
-            tables[name] = ops
-    return tables
+    return cupy_op_tables(tree, STEP)
 
 
 def test_true_divide_in_float64_takes_the_double_loop(tree: Path) -> None:
