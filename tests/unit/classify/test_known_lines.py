@@ -19,7 +19,7 @@ from test_grep_accelerator import FIXTURES, bench_logs, messy_log, summary
 from test_line_shortcuts import _pending_heavy_log
 from test_shapes import classified, dense_log, redigit
 
-from legacy_gpu_patch.classify import known
+from legacy_gpu_patch.classify import known, knownbatch
 from legacy_gpu_patch.classify.classifier import Classifier, classify_stream, load_rules
 from legacy_gpu_patch.classify.fastpath import UNPREFIXED_FIRST
 from legacy_gpu_patch.classify.normalize import normalize
@@ -74,6 +74,8 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         return original(self, *args)
 
     monkeypatch.setattr(known.KnownLines, "_known_line", counted)
+    # every known line through _known_line, none counted by the scan's run (test_known_batch.py compares the two)
+    monkeypatch.setattr(knownbatch.BatchLines, "batch", False)
     return calls
 
 
