@@ -20,6 +20,7 @@ from test_known_folded import _located_log
 from test_line_shortcuts import _pending_heavy_log
 from test_shapes import dense_log
 
+from legacy_gpu_patch.classify import knownbatch
 from legacy_gpu_patch.classify.classifier import Classifier, classify_stream
 
 
@@ -119,3 +120,25 @@ def test_a_waiting_line_is_taken_only_before_a_progress_line_that_ends_it(after:
         assert c.batched > 2_500
     else:
         assert c.batched == 0
+
+
+def test_an_entrys_digit_strings_are_found_as_the_loop_over_all_of_them_finds_them() -> None:
+    """_holds_one (the strings holding no other; a trie search past _FEW of them) against `any(t in low)` over all
+    the strings, for the shipped rules' tuples on this log's entries and for tuples where strings hold others."""
+    import random
+
+    c = _run(_edges(), True)
+    tuples = {found[4] for found in (c._known or {}).values() if found.__class__ is tuple and found[4]}
+    tuples |= {("672", "c2672", "error c2"), ("ab", "abc", "b", "x1", "x12", "y", "z9", "q"), ("0",)}
+    assert any(len(t) > knownbatch._FEW for t in tuples) and any(len(t) <= knownbatch._FEW for t in tuples)
+    rnd = random.Random(4)
+    for tests in tuples:
+        pieces = [*tests, *(t[:-1] for t in tests), *(t[1:] for t in tests), " ", "c2", "0", "/src/a.cpp:1:2: "]
+        held = 0
+        for _ in range(2000):
+            low = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 5)))
+            want = any(t in low for t in tests)
+            assert knownbatch._holds_one(low, tests, {}) is want, (tests, low)
+            assert knownbatch._holds_one(low, tests, knownbatch._HOLDERS) is want, (tests, low)
+            held += want
+        assert 0 < held < 2000
