@@ -24,15 +24,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
 from legacy_gpu_patch.classify.findings import Finding, Occurrence
 from legacy_gpu_patch.classify.grepfile import FileSearch
-from legacy_gpu_patch.classify.known import NOTHING, SKIP, SLOW
-from legacy_gpu_patch.classify.knownfold import FoldedLines
+from legacy_gpu_patch.classify.knownbatch import BatchLines
 from legacy_gpu_patch.classify.normalize import normalize, strip_prefixes
 from legacy_gpu_patch.classify.rules import CATEGORIES, Rule, RuleSet, load_rules, rule_files
 from legacy_gpu_patch.classify.scan import TriggerSearch
-from legacy_gpu_patch.classify.shapes import RAW_TO_ZERO
 
 __all__ = [  # the classifier's public names (build, commands, report and tests import them from here)
     "CATEGORIES", "Classifier", "Finding", "Occurrence", "Rule", "RuleSet", "classify_bytes", "classify_file",
@@ -43,7 +40,7 @@ SMALL_CHUNK = 256 << 10  # below this a chunk is joined to the open line of the 
 CHUNK = 4 << 20  # a file is read in chunks this big: with GNU grep searching them, one process per 4 MiB (grepscan)
 
 
-class Classifier(FoldedLines):
+class Classifier(BatchLines):
     """Feed bytes (any chunking); read `findings()`. Line numbers are 1-based lines of everything fed."""
 
     def __init__(
@@ -171,7 +168,7 @@ class Classifier(FoldedLines):
         end = len(block) if end < 0 else end
         plain = block.isascii()  # then so is every line: _raw_skipped need not ask
         cands = self._chunk_candidates(block, start, end, plain, base)
-        find, known, raw_skipped = block.find, self._known, self._raw_skipped
+        find = block.find
         base = self.lines
         counted_pos, counted = start, 0
         i, n = 0, len(cands)
@@ -193,33 +190,8 @@ class Classifier(FoldedLines):
                 continue
             if i >= n:
                 break
-            s, hit = cands[i]
-            i += 1
-            e = find(b"\n", hit)
-            pos = e + 1
-            raw = block[s:e]
-            key = b""  # the raw shape, where it is still to be learnt (known.py)
-            if known is not None:  # a raw shape decided before
-                key = raw.translate(RAW_TO_ZERO)
-                found = known.get(key)
-                if found is SKIP or found is NOTHING:
-                    continue
-                if found is not SLOW:  # known, or a new raw shape whose folded shape may be (knownfold.py)
-                    counted, counted_pos = counted + block.count(b"\n", counted_pos, s), s
-                    progress_next = pos < end and (i >= n or cands[i][0] != pos) and block[pos] == 91
-                    done = (self._known_line(found, base + counted + 1, raw, block, s, pos, progress_next) if found
-                            else self._folded_line(base + counted + 1, raw, key, block, s, pos, progress_next))
-                    if done >= 0:
-                        pos = done
-                        continue
-                if found is not None:
-                    key = b""
-            if raw_skipped(raw, plain):
-                if key:
-                    self._learn_known(key, raw)
-                continue
-            counted, counted_pos = counted + block.count(b"\n", counted_pos, s), s
-            self._unknown_line(base + counted + 1, block, raw, key, s, e, hit)
+            # the candidate lines ahead, while none is wanted for a context, block or join (knownbatch.py)
+            i, pos, counted, counted_pos = self._run(block, cands, i, end, plain, base, counted, counted_pos)
         self.lines = base + counted + block.count(b"\n", counted_pos, end)
         self._keep_tail(block, start, end)
 
@@ -229,18 +201,6 @@ class Classifier(FoldedLines):
         self._block_start = start
         self._carry_now = tuple(self._carry)  # what _before() hands a line of this chunk: one copy, not one a line
         return self._triggers.lines(block, start, end, plain, self._file, base)
-
-    def _unknown_line(self, number: int, block: bytes, raw: bytes, key: bytes, s: int, e: int, hit: int) -> None:
-        """A candidate line that no context wants, of a raw shape not decided before and not decided on its raw bytes:
-        normalised and classified; its raw shape learnt (`key`, where to learn: known.py)."""
-        if e - s <= MATCH_WINDOW:  # what _line() does with it (no context wants it), a call less
-            text = normalize(raw.decode("utf-8", "replace"), UNPREFIXED_FIRST)
-            if text:
-                self._classify(number, text, block, s)
-        else:
-            self._line(number, block, s, e, hit, True)
-        if key:
-            self._learn_known(key, raw)
 
 
 # --------------------------------------------------------------------------------------------- conveniences

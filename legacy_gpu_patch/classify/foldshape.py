@@ -86,6 +86,16 @@ def _never(text: str) -> None:
     return None
 
 
+def _any_of(strings: set[str]) -> Any:
+    """A search that finds something exactly where the text holds one of `strings` (_never: none): a trie of those
+    that hold no other (a string holding another is found through it), so that sre tries the next character of a
+    branch, not each string in turn at each position (~1.7 us a line, against ~3.5 us for the flat alternation)."""
+    from legacy_gpu_patch.classify.prepare import _trie
+
+    least = sorted(s for s in strings if not any(t != s and t in s for t in strings))
+    return re.compile(_trie(least)).search if least else _never
+
+
 def _shifted(spans: tuple[tuple[int, int], ...], by: int, token: int) -> tuple[tuple[int, int], ...] | None:
     """F's spans as T's: a position past the folded token moves by `by`, 0 (a `^` branch's start) and -1 stay;
     None where one lies inside the token (then the spans are not T's: not known here)."""
@@ -224,7 +234,7 @@ class PathFold:
                     break
                 strings.update(lit for lit, of in gated.items() if i in of)
             else:  # none tried on every line
-                found = re.compile("|".join(map(re.escape, sorted(strings)))).search if strings else _never
+                found = _any_of(strings)
             if len(self._gates) >= MAX_SHAPES:
                 self._gates.clear()
             self._gates[key] = found

@@ -17,19 +17,22 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-from collections import deque
+from bisect import bisect_left
+from operator import itemgetter
 from typing import IO, Any
 
 __all__ = ["FileSearch"]
 
 _ENV = {"LC_ALL": "C"}
 _READ = 1 << 16
+_START = itemgetter(0)
+_COMPACT = 1 << 14  # answered entries dropped once this many have gathered (the list does not grow with the log)
 
 
 class FileSearch:
     """The lines of one file that hold a trigger, from one GNU grep reading the file, in file order."""
 
-    __slots__ = ("_entries", "_eof", "_head", "_length", "_offset", "_proc", "failed", "limit")
+    __slots__ = ("_entries", "_eof", "_head", "_length", "_offset", "_proc", "_taken", "failed", "limit")
 
     def __init__(self, proc: subprocess.Popen[bytes], limit: int) -> None:
         self._proc = proc
@@ -37,7 +40,8 @@ class FileSearch:
         self._head = b""  # the start of an output line's "OFFSET:" not read whole yet
         self._offset = -1  # the offset of the output line being read, -1 between lines
         self._length = 0  # bytes of its text read so far
-        self._entries: deque[tuple[int, int]] = deque()
+        self._entries: list[tuple[int, int]] = []  # (line start, length), in order; those before _taken answered
+        self._taken = 0
         self._eof = False
         self.failed = False
 
@@ -69,16 +73,20 @@ class FileSearch:
         if self.failed or hi > self.limit:
             return None
         entries = self._entries
-        while not entries or entries[-1][0] < hi:
+        while len(entries) == self._taken or entries[-1][0] < hi:
             if self._eof or not self._more():
                 break
         if self.failed:
             return None
-        out = []
-        while entries and entries[0][0] < hi:
-            s, length = entries.popleft()
-            if s >= lo:
-                out.append((s, length))
+        # the answer is a slice of the entries (they are in order): no per-line Python work
+        taken = self._taken
+        first = bisect_left(entries, lo, taken, key=_START)
+        done = bisect_left(entries, hi, first, key=_START)
+        out = entries[first:done]
+        if done > _COMPACT:
+            del entries[:done]
+            done = 0
+        self._taken = done
         return out
 
     def _more(self) -> bool:
@@ -100,6 +108,26 @@ class FileSearch:
         return True
 
     def _parse(self, data: bytes) -> None:
+        """Take the output lines in `data`: those cut by a piece's edge one by one (_parse_cut), the whole ones in
+        between in bulk (one split, one comprehension: ~0.4 us a line, against ~1 us a line one by one)."""
+        pos, end = 0, len(data)
+        if self._offset >= 0 or self._head:  # the rest of an output line cut by the last piece
+            nl = data.find(b"\n")
+            pos = end if nl < 0 else nl + 1
+            self._parse_cut(data[:pos])
+        last = data.rfind(b"\n", pos) + 1
+        if last > pos:
+            # each whole line is "OFFSET:TEXT" (a log line holds no newline); a line without a colon, or whose
+            # offset is not a number, is not grep -b's output (ValueError)
+            index = bytes.index
+            self._entries += [(int(q[: (k := index(q, b":"))]), len(q) - k - 1)
+                              for q in data[pos : last - 1].split(b"\n")]
+            pos = last
+        if pos < end:
+            self._parse_cut(data[pos:])
+
+    def _parse_cut(self, data: bytes) -> None:
+        """Parse a piece of output that holds at most one newline, at its end: a line cut at either edge."""
         append = self._entries.append
         pos, end = 0, len(data)
         while pos < end:

@@ -50,6 +50,7 @@ class FoldedLines(KnownLines):
     """The folded-shape half of a Classifier's known lines (its scan calls _folded_line for a new raw shape)."""
 
     _location: Any = None  # pathfold's location pattern on bytes, once a fold is ready
+    _entry_memo: dict[int, tuple[Any, tuple[str, ...] | None, dict[tuple[int, int], Any]]] | None = None
 
     def _folded_line(self, lineno: int, raw: bytes, key: bytes, block: bytes, s: int, nxt: int,
                      progress_next: bool) -> int:
@@ -81,9 +82,10 @@ class FoldedLines(KnownLines):
         entry = fold.folded.entries.get(token.encode() + rest.translate(RAW_TO_ZERO))
         if entry is None:
             return -1
-        first, worth, rule, regex, spans, needs = entry
-        kept = _strings(worth, needs) if worth or needs else ()
-        if kept is None or (rule is None and first != _END) or (rule is not None and rule.block is not None):
+        first, _, rule, regex, spans, _ = entry
+        derived = self._derived(entry)  # what the entry alone decides, worked out once per entry
+        kept, shifts = derived[1], derived[2]
+        if kept is None:
             return -1
         if kept:
             folded = token + low[cut:]
@@ -94,7 +96,9 @@ class FoldedLines(KnownLines):
         if hit is None:
             return -1
         if hit is True and rule is not None:  # F's decider decides the line, its spans shifted
-            moved = _shifted(spans, cut - len(token), len(token))
+            moved = shifts.get((cut, len(token)), False)
+            if moved is False:
+                moved = shifts[cut, len(token)] = _shifted(spans, cut - len(token), len(token))
             if moved is None:
                 return -1
             hit = rule, SpanMatch(regex, text, moved)
@@ -108,6 +112,26 @@ class FoldedLines(KnownLines):
         if hit is True or hit[0].exception:
             return nxt
         return self._take_folded(hit[0], hit[1], lineno, text, block, s, nxt, progress_next)
+
+    def _derived(self, entry: Any) -> tuple[Any, tuple[str, ...] | None, dict[tuple[int, int], Any]]:
+        """(entry, its digit strings (known._strings) or None where the long way decides every line of F's shape (a
+        string always tried, an aware digit unit that decided, a block rule), its spans shifted per (cut, token
+        length): foldshape._shifted). Kept per entry by its id, the entry with it (an id is reused only once the
+        entry is gone): a folded shape's lines are mostly of new raw shapes, and each paid these again (the hash of
+        the entry's nested tuples, a Python loop over its spans)."""
+        memo = self._entry_memo
+        if memo is None:
+            memo = self._entry_memo = {}
+        found = memo.get(id(entry))
+        if found is None or found[0] is not entry:
+            first, worth, rule, _, _, needs = entry
+            kept = _strings(worth, needs) if worth or needs else ()
+            if (rule is None and first != _END) or (rule is not None and rule.block is not None):
+                kept = None
+            if len(memo) >= MAX_SHAPES:
+                memo.clear()
+            found = memo[id(entry)] = (entry, kept, {})
+        return found
 
     def _learn_folded(self, fold: Any, key: bytes, raw: bytes, plain: int, path: str, head: str,
                       aware: frozenset[int], first: int, kept: tuple[str, ...], hit: Any) -> bool:

@@ -200,24 +200,26 @@ class TriggerSearch:
         GNU grep's line starts serve there as they are.
         """
         found = None
+        shift = 0
         if file is not None and base is not None:  # block[0] is byte `base` of the file grep searches
             found = file.line_starts(base + start, base + end)
-            if found is not None:
-                found = [(s - base, length) for s, length in found]
+            shift = -base
         if found is None:
+            shift = 0
             grep = self._accelerator() if end - start >= GREP_MIN else None
             found = grep.line_starts(block, start, end) if grep is not None else None
         if found is None:
             return self.python_lines(block, start, end, ascii)
-        out = []
-        for s, length in found:
-            if length > MATCH_WINDOW:
-                # the first trigger of a long line, as the search in Python finds it
-                exact = self.python_lines(block, s, s + length + 1, ascii)
-                out.append(exact[0] if exact else (s, s))
-            else:
-                out.append((s, s))
-        return out
+        # one comprehension over grep's answer; a line longer than MATCH_WINDOW is rare and gets its first trigger
+        # from the search in Python (the window read around it), each in a call of its own
+        return [(s + shift, s + shift) if length <= MATCH_WINDOW else self._long_line(block, s + shift, length, ascii)
+                for s, length in found]
+
+    def _long_line(self, block: bytes, s: int, length: int, ascii: bool) -> tuple[int, int]:
+        """(line start, first trigger) of a line longer than MATCH_WINDOW that grep found, as the search in Python
+        finds it."""
+        exact = self.python_lines(block, s, s + length + 1, ascii)
+        return exact[0] if exact else (s, s)
 
     def python_lines(self, block: bytes, start: int, end: int, ascii: bool) -> list[tuple[int, int]]:
         """lines(), searched in Python: each trigger's search skips to the next line after a hit."""

@@ -196,3 +196,26 @@ def test_a_line_that_holds_none_of_the_trial_gate_s_strings_would_try_no_aware_u
             else:
                 tried += bool(order)
     assert skipped > 1_000 and tried > 100
+
+
+def test_the_trial_gate_finds_a_string_exactly_where_the_flat_alternation_does() -> None:
+    """_any_of (a trie of the strings that hold no other) against the alternation of all of them, on lines built of
+    the strings, their pieces and their neighbours, for sets where strings hold others and share prefixes."""
+    import re
+
+    rnd = random.Random(12)
+    base = ["warning", "warning(s)", " ptx", "kernel image", "kernel image is invalid", "killed", "invalid_ptx",
+            "invalidptx", "cusparse", "csrmm", "no error", "errors", "error(s)", "убито", "已杀死", "std", "a"]
+    sets = [set(base), set(base[:-1]), {"ab", "abc", "b"}, {""}, {"x"}, set(rnd.sample(base, 5))]
+    for strings in sets:
+        flat = re.compile("|".join(map(re.escape, sorted(strings)))).search
+        gate = foldshape._any_of(strings)
+        pieces = [*strings, *(s[: len(s) // 2] for s in strings), *(s[len(s) // 2 :] for s in strings), " ", "w",
+                  "(", "/src/a.cpp:1:2: ", "é"]
+        found = 0
+        for _ in range(3000):
+            line = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 6)))
+            assert (gate(line) is None) is (flat(line) is None), (strings, line)
+            found += flat(line) is not None
+        assert 0 < found < 3000 or strings == {""}
+    assert foldshape._any_of(set()) is foldshape._never

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 import random
-from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +128,7 @@ def test_grep_output_is_read_as_offsets_and_lengths_however_long_the_lines(tmp_p
 def _parsed(pieces: list[bytes]) -> tuple[list[tuple[int, int]], bool]:
     """What FileSearch makes of grep's output arriving in these pieces: its entries, and whether it failed."""
     search = FileSearch.__new__(FileSearch)
-    search._entries, search._head, search._offset, search._length = deque(), b"", -1, 0
+    search._entries, search._head, search._offset, search._length = [], b"", -1, 0
     try:
         for piece in pieces:
             search._parse(piece)

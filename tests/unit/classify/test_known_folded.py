@@ -115,3 +115,15 @@ def test_a_raw_shape_learnt_from_its_folded_decision_decides_its_next_lines_as_t
         for caps in ({}, {"max_findings": 7, "max_occurrences": 2}):
             assert summary(_run(data, True, **caps)) == summary(_run(data, False, **caps))
     assert learnt[True] > 1_000 and learnt[False] > 10
+
+
+def test_an_entrys_strings_and_shifted_spans_are_worked_out_once_and_read_per_cut() -> None:
+    """FoldedLines._derived: the folded lines of the log are found as the long way finds them (the tests above), and
+    the memo was read: entries with spans shifted for several paths' lengths, each shift what _shifted gives."""
+    c = _run(_located_log(5), True)
+    memo = c._entry_memo
+    assert memo is not None and len(memo) > 20
+    shifted = [(entry, key, moved) for entry, _, shifts in memo.values() for key, moved in shifts.items()]
+    assert len(shifted) > 50 and max(len(shifts) for _, _, shifts in memo.values()) >= 3  # several cuts an entry
+    for entry, (cut, token), moved in shifted:
+        assert moved == knownfold._shifted(entry[4], cut - token, token)

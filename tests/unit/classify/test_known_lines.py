@@ -19,7 +19,7 @@ from test_grep_accelerator import FIXTURES, bench_logs, messy_log, summary
 from test_line_shortcuts import _pending_heavy_log
 from test_shapes import classified, dense_log, redigit
 
-from legacy_gpu_patch.classify import known
+from legacy_gpu_patch.classify import known, knownbatch
 from legacy_gpu_patch.classify.classifier import Classifier, classify_stream, load_rules
 from legacy_gpu_patch.classify.fastpath import UNPREFIXED_FIRST
 from legacy_gpu_patch.classify.normalize import normalize
@@ -74,6 +74,8 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         return original(self, *args)
 
     monkeypatch.setattr(known.KnownLines, "_known_line", counted)
+    # every known line through _known_line, none counted by the scan's run (test_known_batch.py compares the two)
+    monkeypatch.setattr(knownbatch.BatchLines, "batch", False)
     return calls
 
 
@@ -124,3 +126,26 @@ def test_a_known_shape_line_holding_a_digit_string_is_decided_the_long_way(monke
     data = ("\n".join(rows) + "\n").encode()
     assert classified(data) == classified(data, known_lines=False) == classified(data, use_shapes=False)
     assert calls["known"] > 2000
+
+
+def test_plain_shape_decides_as_its_regex_form_did() -> None:
+    """plain_shape's `in`s on the decoded line against the regex search they replace (one alternation of what
+    normalize() rewrites), on every fixture and example line and on lines built of those pieces."""
+    import re
+
+    rewritten, glued = re.compile(rb"[\x1b\r]|%\]|ehler|rreur|rrore"), re.compile(rb"\.o/|\.obj|\.o\\")
+
+    def regex_form(raw: bytes) -> int:
+        if not raw or not raw.isascii() or raw[:1] not in known._UNPREFIXED or raw[-1] in known._SPACE:
+            return 0
+        if rewritten.search(raw) or (raw[:1] in b"BLGCS" and glued.search(raw)):
+            return 0
+        return known.QUOTED if b"`" in raw else known.PLAIN
+
+    rnd = random.Random(8)
+    pieces = [b"ehler", b"rreur", b"rrore", b"%]", b"%", b"]", b"\x1b", b"\r", b"`", b".o/", b".obj", b".o\\", b"B",
+              b"L", b"G", b"C", b"S", b"a", b"error: ", b" ", b"\t", b"0", b"\xc3\xa9", b"[", b"-", b"e", b"r"]
+    lines = _raw_lines() + [b"".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 8))) for _ in range(20_000)]
+    kinds = [known.plain_shape(raw) for raw in lines]
+    assert kinds == [regex_form(raw) for raw in lines]
+    assert kinds.count(0) > 1000 and kinds.count(known.PLAIN) > 1000 and kinds.count(known.QUOTED) > 300

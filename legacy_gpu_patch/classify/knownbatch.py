@@ -1,0 +1,164 @@
+"""The scan loop's run over a chunk's candidate lines: the commonest lines of a failing build without a call each.
+
+While no context, block or join wants the next line (`_want` is 0), Classifier._scan hands the candidate lines ahead
+to `_run`, which takes them in order, in one loop with its look-ups made once, until one leaves `_want` above 0 (or
+the candidates end); each line as the scan loop took it before: a raw shape decided SKIP or NOTHING passed over, a
+known plain shape (KnownLines._known_line), a new raw shape by its folded shape (FoldedLines._folded_line), else the
+long way (`_unknown_line`).
+
+Past the display caps (500 findings, 50 locations each) a failing build's error line of a known raw shape costs only
+its count, yet each paid a call of _known_line (seven arguments, the line decoded, the entry unpacked, a dozen
+attribute look-ups). The run counts such a line itself, where all of this holds (else _known_line takes it):
+
+- its entry names a rule and the span of its key, and the line holds none of the entry's digit strings (tested on
+  the line decoded, its backquotes read as quotes where the shape is QUOTED, as _known_line tests them);
+- no finding waits, none wants its after-context, no block is open, and nothing is told of findings (`on_finding`);
+- the finding (rule, key) is past the caps: the count (errors or warnings, and the finding's count or `dropped`) is
+  all that _known_line's "counts alone" does;
+- where the entry waits (a generic reading, a line of WRAP_MIN characters or more), the next line is a progress line
+  that ends the waiting finding at once (not a candidate, whole in the chunk, `[` and _PROGRESS_RAW), and is passed
+  over, as _known_line does there without the waiting object.
+
+The same lines get the same counts, in the same order. tests/unit/classify/test_known_batch.py compares findings,
+counts, contexts and line numbers with the counting off (`batch`), and checks that the run counted lines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
+from legacy_gpu_patch.classify.foldshape import _any_of
+from legacy_gpu_patch.classify.known import NOTHING, SKIP, SLOW
+from legacy_gpu_patch.classify.knownfold import FoldedLines
+from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
+from legacy_gpu_patch.classify.normalize import normalize
+from legacy_gpu_patch.classify.shapes import MAX_SHAPES, RAW_TO_ZERO
+
+__all__ = ["BatchLines"]
+
+_FEW = 6  # digit strings tested by `in`s; more are searched as one trie (_holds_one)
+_HOLDERS: dict[tuple[str, ...], Any] = {}  # _holds_one's test per tuple of digit strings (a pure function of it)
+
+
+class BatchLines(FoldedLines):
+    """The run over a chunk's candidate lines of a Classifier's scan (module docstring)."""
+
+    batch = True  # False: _known_line takes every known line (the tests' other way)
+    batched = 0  # lines the run counted itself (tests: the counting was taken)
+
+    def _run(self, block: bytes, cands: list[tuple[int, int]], i: int, end: int, plain: bool, base: int,
+             counted: int, counted_pos: int) -> tuple[int, int, int, int]:
+        """Take the candidate lines cands[i:] (i < len(cands)) until one leaves `_want` above 0; returns (the index of
+        the next candidate, where the scan goes on, and the line count's state: `counted` newlines up to
+        `counted_pos`, the scan's line numbers being base + counted + 1)."""
+        known = self._known
+        get = known.get if known is not None else None
+        find, findings, progress = block.find, self._findings, _PROGRESS_RAW.match
+        max_findings, max_occurrences = self.max_findings, self.max_occurrences
+        counting = get is not None and self.batch and not self.on_finding
+        holders = _HOLDERS
+        n, pos, taken = len(cands), end, 0
+        while i < n:
+            s, hit = cands[i]
+            i += 1
+            e = find(b"\n", hit)
+            pos = e + 1
+            raw = block[s:e]
+            found: Any = SLOW
+            key = b""  # the raw shape, where it is still to be learnt (known.py)
+            if get is not None:  # a raw shape decided before
+                key = raw.translate(RAW_TO_ZERO)
+                found = get(key)
+                if found is SKIP or found is NOTHING:
+                    continue
+                if (counting and found.__class__ is tuple and found[0] is not None and found[5] is not None
+                        and self._pending is None and not self._after_open and self._block is None):
+                    rule, _, _, waits, tests, (k0, k1), quoted = found
+                    if tests or quoted:
+                        text = raw.decode("ascii")
+                        if quoted:
+                            text = text.replace("`", "'")
+                        ok = not (tests and _holds_one(text.lower(), tests, holders))
+                        name = text[k0:k1]
+                    else:
+                        ok, name = True, raw[k0:k1].decode("ascii")
+                    finding = findings.get((rule.id, name)) if ok else None
+                    if ok and waits:  # only where the progress line after it ends the waiting finding at once
+                        ok = (pos < end and (i >= n or cands[i][0] != pos) and block[pos] == 91
+                              and progress(block, pos, pos + 256) is not None)
+                    if ok and (len(finding.occurrences) >= max_occurrences if finding is not None
+                               else len(findings) >= max_findings):
+                        if waits:  # that progress line is passed over
+                            pos = find(b"\n", pos) + 1
+                        if rule.severity == "error":
+                            self.errors += 1
+                        else:
+                            self.warnings += 1
+                        if finding is None:
+                            self.dropped += 1
+                        else:
+                            finding.count += 1
+                        taken += 1
+                        continue
+            pos, counted, counted_pos = self._take(block, cands, i, s, e, hit, raw, key, found, plain, base,
+                                                   counted, counted_pos, end)
+            if self._want > 0:
+                break
+        self.batched += taken
+        return i, pos, counted, counted_pos
+
+    def _take(self, block: bytes, cands: list[tuple[int, int]], i: int, s: int, e: int, hit: int, raw: bytes,
+              key: bytes, found: Any, plain: bool, base: int, counted: int, counted_pos: int, end: int
+              ) -> tuple[int, int, int]:
+        """A candidate line block[s:e] (cands[i - 1]) that the run does not count itself, taken as the scan loop took
+        it: by its known raw shape (`found`), by its folded shape (a new raw shape: None), else the long way (SLOW:
+        known lines off, or a shape always taken so; `key`: the raw shape to learn). Returns (where the scan goes
+        on, counted, counted_pos)."""
+        pos = e + 1
+        if found is not SLOW:  # known, or a new raw shape whose folded shape may be (knownfold.py)
+            counted, counted_pos = counted + block.count(b"\n", counted_pos, s), s
+            progress_next = pos < end and (i >= len(cands) or cands[i][0] != pos) and block[pos] == 91
+            done = (self._known_line(found, base + counted + 1, raw, block, s, pos, progress_next) if found
+                    else self._folded_line(base + counted + 1, raw, key, block, s, pos, progress_next))
+            if done >= 0:
+                return done, counted, counted_pos
+            if found is not None:
+                key = b""
+        if self._raw_skipped(raw, plain):
+            if key:
+                self._learn_known(key, raw)
+            return pos, counted, counted_pos
+        counted, counted_pos = counted + block.count(b"\n", counted_pos, s), s
+        self._unknown_line(base + counted + 1, block, raw, key, s, e, hit)
+        return pos, counted, counted_pos
+
+    def _unknown_line(self, number: int, block: bytes, raw: bytes, key: bytes, s: int, e: int, hit: int) -> None:
+        """A candidate line that no context wants, of a raw shape not decided before and not decided on its raw bytes:
+        normalised and classified; its raw shape learnt (`key`, where to learn: known.py)."""
+        if e - s <= MATCH_WINDOW:  # what _line() does with it (no context wants it), a call less
+            text = normalize(raw.decode("utf-8", "replace"), UNPREFIXED_FIRST)
+            if text:
+                self._classify(number, text, block, s)
+        else:
+            self._line(number, block, s, e, hit, True)
+        if key:
+            self._learn_known(key, raw)
+
+
+def _holds_one(low: str, tests: tuple[str, ...], holders: dict[tuple[str, ...], Any]) -> bool:
+    """Whether `low` holds one of `tests` (an entry's digit strings): a loop of `in`s over those holding no other
+    (`c2672` is held where `672` is), or, for more than _FEW of them, one search of their trie (foldshape._any_of:
+    ~0.8 us against ~1.1-1.7 us for cuSPARSE's 13 and no-matching-function's 15 strings). Per tests tuple, once."""
+    found: Any = holders.get(tests)
+    if found is None:
+        if len(holders) >= MAX_SHAPES:
+            holders.clear()
+        least = tuple(t for t in tests if not any(o != t and o in t for o in tests))
+        found = holders[tests] = least if len(least) <= _FEW else _any_of(set(least))
+    if found.__class__ is tuple:
+        for t in found:  # noqa: SIM110 - a loop, not any(genexpr): a generator costs more than the few `in`s
+            if t in low:
+                return True
+        return False
+    return found(low) is not None
