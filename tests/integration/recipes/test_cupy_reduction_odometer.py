@@ -106,6 +106,28 @@ def test_template_compiles(tree: Path, pxi: str, tmp_path: Path, kernel: str, ki
                     kind, arch)
 
 
+@requires_nvcc
+@pytest.mark.nvcc
+@pytest.mark.parametrize("ndim", [3, 5])
+def test_the_fast_loops_divide_once_per_thread_not_per_element(tree: Path, pxi: str, tmp_path: Path,
+                                                                ndim: int) -> None:
+    """PTX of CuPy's sum over an ndim-D indexer: cupy-reduction-layout's template has a multiply-high per dimension
+    beyond the first at each of its five element sites; this step's has them only for the first element's
+    _lg_index_set and the step's digits (_lg_odo_make), and the odometer's selects instead."""
+    counts = {}
+    for step in (LAYOUT, STEP):
+        source = render(text_at(tree, step, PXI), "cupy_sum", "float", "float", "float", "0", "in0", "a + b",
+                        "out0 = a", in_ndim=ndim, out_ndim=1)
+        folder = tmp_path / step.split("/")[1]
+        folder.mkdir()
+        assert_compiles(text_at(tree, STEP, "cupy/core/carray.cuh"), source, folder, "ptx", "compute_75")
+        ptx = (folder / "kern.ptx").read_text()
+        counts[step] = (ptx.count("mul.hi.u32"), ptx.count("selp."))
+    assert counts[LAYOUT][0] == 5 * (ndim - 1)
+    assert counts[STEP][0] == 2 * (ndim - 1)
+    assert counts[STEP][1] >= counts[LAYOUT][1] + 5 * (ndim - 1)
+
+
 # ------------------------------------------------------------------------------ the template's loops, on the host
 HOST_SHIMS = r"""
 #include <cstdio>
