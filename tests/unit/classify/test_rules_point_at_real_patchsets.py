@@ -22,6 +22,7 @@ def test_every_patchset_that_fixes_a_build_error_is_reachable_from_a_rule() -> N
         "cudnn-tf32", "cudnn-tf32-on",  # the tf32 parameter: numerics, not a build error
         "cupy-reduction-grid",  # speed of CuPy's reductions on many-SM GPUs: nothing fails, it is slow
         "cupy-reduction-layout",  # speed of CuPy's reductions over an axis (memory access shape): nothing fails
+        "cupy-reduction-odometer",  # speed of CuPy's long reductions (index arithmetic, waves): nothing fails
         "chainer-cudnn-workspace",  # speed at batch 32 (cuDNN's algorithm choice within the workspace): nothing fails
         "chainer-cudnn-algo-cache",  # speed of small convolutions (a per-call cuDNN query): nothing fails
         "chainer-type-check-cache",  # speed of small batches (per-call type checks): nothing fails
