@@ -168,6 +168,17 @@ class KnownLines(LineReader):
             found = self._harmless = harmless_strings(self.rules, prepared(self.rules).lead, self._aware_runs)
         return found
 
+    def _count_capped(self, rule: Any, finding: Any) -> None:
+        """A finding past the caps: counted, not kept (what Collector._record does once the caps are reached)."""
+        if rule.severity == "error":
+            self.errors += 1
+        else:
+            self.warnings += 1
+        if finding is None:
+            self.dropped += 1
+        else:
+            finding.count += 1
+
     def _known_line(self, found: tuple[Any, ...], lineno: int, raw: bytes, block: bytes, s: int, nxt: int,
                     progress_next: bool) -> int:
         """Take a line of a known plain shape (block[s:nxt - 1] = `raw`) as Collector._classify would; returns where
@@ -202,14 +213,7 @@ class KnownLines(LineReader):
             finding = self._findings.get((rule.id, text[key_span[0] : key_span[1]]))
             if (len(self._findings) >= self.max_findings if finding is None
                     else len(finding.occurrences) >= self.max_occurrences):
-                if rule.severity == "error":
-                    self.errors += 1
-                else:
-                    self.warnings += 1
-                if finding is None:
-                    self.dropped += 1
-                else:
-                    finding.count += 1
+                self._count_capped(rule, finding)
                 return nxt
         self._record(rule, SpanMatch(regex, text, spans), lineno, text, self._before(block, s, self.context_before))
         return nxt

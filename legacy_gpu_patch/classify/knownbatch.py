@@ -91,14 +91,7 @@ class BatchLines(FoldedLines):
                                else len(findings) >= max_findings):
                         if waits:  # that progress line is passed over
                             pos = find(b"\n", pos) + 1
-                        if rule.severity == "error":
-                            self.errors += 1
-                        else:
-                            self.warnings += 1
-                        if finding is None:
-                            self.dropped += 1
-                        else:
-                            finding.count += 1
+                        self._count_capped(rule, finding)
                         taken += 1
                         continue
             pos, counted, counted_pos = self._take(block, cands, i, s, e, hit, raw, key, found, plain, base,
