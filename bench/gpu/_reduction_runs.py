@@ -186,8 +186,10 @@ def run_parts(cupy, numpy, big, copy_gbs: float, median_ms, sm: int, template_ro
         want = cupy.asnumpy(x).sum(axis=axes, dtype="d")
         rule = split_rule(x.size, c_count, sm)
         for mod, nsplit in itertools.product(template_mods, splits(rule)):
-            rows.append(template_row(case, x, axes, nsplit, want, mod))
-            print(json.dumps(rows[-1]), flush=True)
+            row = template_row(case, x, axes, nsplit, want, mod)
+            if row is not None:  # None: a mod this launch cannot take
+                rows.append(row)
+                print(json.dumps(row), flush=True)
         if (n, c_count, length) in timed:  # the 4-D form: the same runs, the same kernels' arguments
             continue
         timed.add((n, c_count, length))

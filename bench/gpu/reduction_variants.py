@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -127,12 +128,20 @@ def kernel_source(pxi: str, fastdiv: bool, in_ndim: int, name: str) -> str:
 TEMPLATE_MODS = ("as-is", "fast-const", "fast-const-idx32")
 
 
+FAST_CALL = "_lg_index_set(_in_ind, _lg_divs, _lg_fast, _j);"  # the per-element division the mods edit
+
+
+def template_mods(pxi: str) -> tuple[str, ...]:
+    """The mods this template takes: all where it divides per element (cupy-reduction-layout's), as-is only where
+    it does not (cupy-reduction-odometer's steps its indices instead)."""
+    return TEMPLATE_MODS if pxi.count(FAST_CALL) >= 2 else TEMPLATE_MODS[:1]
+
+
 def template_mod(source: str, mod: str) -> str:
     if mod == "as-is":
         return source
-    call = "_lg_index_set(_in_ind, _lg_divs, _lg_fast, _j);"
-    assert source.count(call) >= 2, "template: no fast-division call to fix"
-    source = source.replace(call, "_lg_index_set(_in_ind, _lg_divs, true, _j);")
+    assert source.count(FAST_CALL) >= 2, "template: no fast-division call to fix"
+    source = source.replace(FAST_CALL, "_lg_index_set(_in_ind, _lg_divs, true, _j);")
     if mod.endswith("idx32"):
         wide = "ptr += static_cast<ptrdiff_t>(strides_[dim]) * idx[dim];"
         assert source.count(wide) == 1, "carray.cuh: CArray::operator[](const int*) not as expected"
@@ -185,8 +194,12 @@ def main() -> int:
         _reduction_runs.HEAD[0] = head
 
         def template_row(case, x, axes, nsplit, want, mod):
-            """The template (template_mod's `mod` of it), one output a block, nsplit blocks an output."""
+            """The template (template_mod's `mod` of it), one output a block, nsplit blocks an output; None where
+            the mod would force the fast division on a launch whose threads take fewer than 8 elements (the
+            template makes the divisors only from 8 on)."""
             kept = tuple(d for d in range(x.ndim) if d not in axes)
+            if mod != "as-is" and x.size // math.prod(x.shape[d] for d in kept) // nsplit < 8 * 512:
+                return None
             xt = x.transpose(axes + kept)
             out_shape = tuple(x.shape[d] for d in kept)
             kern = cupy.cuda.compile_with_cache(template_mod(
@@ -200,7 +213,10 @@ def main() -> int:
                     "pct_of_copy": round(100 * x.nbytes / ms / 1e6 / copy_gbs, 1),
                     "max_abs_err": float(numpy.abs(got - want).max()),
                     "equal_to_numpy": bool(numpy.array_equal(got.astype(numpy.float32), want.astype(numpy.float32)))}
-        results = _reduction_runs.run_parts(cupy, numpy, big, copy_gbs, median_ms, sm, template_row, TEMPLATE_MODS)
+        mods = template_mods(pxi)
+        if len(mods) == 1:
+            print("template: no per-element division (an odometer's), timed as it is only", flush=True)
+        results = _reduction_runs.run_parts(cupy, numpy, big, copy_gbs, median_ms, sm, template_row, mods)
         if args.json:
             args.json.write_text(json.dumps({"copy_gbs": copy_gbs, "sm_count": sm, "rows": results}, indent=1))
         return 0 if all(r["equal_to_numpy"] for r in results) else 1

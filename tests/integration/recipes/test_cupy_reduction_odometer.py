@@ -488,3 +488,21 @@ def test_split_rule_changes_only_by_slots(tree: Path, final_pxi: str) -> None:
     rule = final_pxi[start:final_pxi.index("# lgpatch cupy-reduction-layout: CuPy")]
     assert "by_slots = max(1, slots // groups)" in rule and "(slots + groups - 1) // groups" not in rule
     assert split_rule_text(final_pxi) == split_rule_text(text_at(tree, LAYOUT, PXI))
+
+
+def test_parts_bench_times_this_template_as_it_is(tree: Path, final_pxi: str) -> None:
+    """bench/gpu/reduction_variants.py --parts edits the layout template's per-element division (its fast-const and
+    idx32 rows); this template has none, so the bench times it as it is (session 11 call 6: it stopped with "no
+    fast-division call to fix" after the as-is rows)."""
+    import importlib
+    import sys
+
+    from helpers import REPO
+
+    sys.path.insert(0, str(REPO / "bench" / "gpu"))
+    try:
+        variants = importlib.import_module("reduction_variants")
+    finally:
+        sys.path.remove(str(REPO / "bench" / "gpu"))
+    assert variants.template_mods(text_at(tree, LAYOUT, PXI)) == variants.TEMPLATE_MODS
+    assert variants.template_mods(final_pxi) == ("as-is",)
