@@ -33,6 +33,7 @@ from legacy_gpu_patch.classify.known import NOTHING, SKIP, SLOW
 from legacy_gpu_patch.classify.knownfold import FoldedLines
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
 from legacy_gpu_patch.classify.normalize import normalize
+from legacy_gpu_patch.classify.rules import holding_no_other
 from legacy_gpu_patch.classify.shapes import MAX_SHAPES, RAW_TO_ZERO
 
 __all__ = ["BatchLines"]
@@ -147,7 +148,7 @@ def _holds_one(low: str, tests: tuple[str, ...], holders: dict[tuple[str, ...], 
     if found is None:
         if len(holders) >= MAX_SHAPES:
             holders.clear()
-        least = tuple(t for t in tests if not any(o != t and o in t for o in tests))
+        least = tuple(holding_no_other(tests))
         found = holders[tests] = least if len(least) <= _FEW else _any_of(set(least))
     if found.__class__ is tuple:
         for t in found:  # noqa: SIM110 - a loop, not any(genexpr): a generator costs more than the few `in`s

@@ -8,11 +8,11 @@ file:line: key, as for recipes.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, AnyStr
 
 from legacy_gpu_patch.classify.categories import CATEGORIES
 from legacy_gpu_patch.config.resources import rules_dir
@@ -152,11 +152,17 @@ def _compile_all(parsed: Parsed, shipped: bool) -> tuple[list[Rule], int]:
     return rules, lead
 
 
+def holding_no_other(strings: Iterable[AnyStr]) -> list[AnyStr]:
+    """Those of `strings` that hold no other one of them, in their order: a text holding one that holds another holds
+    that other too, so searching for the others alone finds every text the whole set would."""
+    items = list(strings)
+    return [t for t in items if not any(o != t and o in t for o in items)]
+
+
 def distinct_triggers(triggers: Sequence[str]) -> tuple[bytes, ...]:
     """The triggers as bytes, each once, without those that hold another one (a line holding `is undefined` holds
     `ndefined`: searching both would be one more pass over the log for no line more)."""
-    encoded = list(dict.fromkeys(t.encode() for t in triggers))
-    return tuple(t for t in encoded if not any(o != t and o in t for o in encoded))
+    return tuple(holding_no_other(dict.fromkeys(t.encode() for t in triggers)))
 
 
 def _load(files: tuple[Path, ...], shipped: bool = False) -> RuleSet:
