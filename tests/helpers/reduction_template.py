@@ -11,6 +11,7 @@ import re
 import string
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,3 +101,17 @@ def assert_compiles(header: str, source: str, tmp_path: Path, kind: str, arch: s
     if kind == "ptx":
         text = (tmp_path / "kern.ptx").read_text()
         assert re.search(r"\.entry\s+cupy_\w+", text) and "atom.global.add.u32" in text
+
+
+def bench_modules() -> tuple[Any, Any]:
+    """bench/gpu/_reduction_runs.py and reduction_variants.py (the GPU scripts of the axes (0,2,3) sum's parts)."""
+    import importlib
+    import sys
+
+    from helpers import REPO
+
+    sys.path.insert(0, str(REPO / "bench" / "gpu"))
+    try:
+        return importlib.import_module("_reduction_runs"), importlib.import_module("reduction_variants")
+    finally:
+        sys.path.remove(str(REPO / "bench" / "gpu"))

@@ -23,6 +23,7 @@ from helpers.chainer_cpu import assert_gated_like_the_speed_steps
 from helpers.reduction_template import (
     applied_in_order,
     assert_compiles,
+    bench_modules,
     commit_of,
     kernels,
     python_function,
@@ -412,24 +413,10 @@ def test_fast_division_gives_the_indexers_own_indices_compiled_and_run_on_the_ho
     assert (run.returncode, run.stdout.strip()) == (0, "ok"), run.stdout
 
 
-def _bench_modules():
-    """bench/gpu/_reduction_runs.py and reduction_variants.py (the GPU scripts of the axes (0,2,3) sum's parts)."""
-    import importlib
-    import sys
-
-    from helpers import REPO
-
-    sys.path.insert(0, str(REPO / "bench" / "gpu"))
-    try:
-        return importlib.import_module("_reduction_runs"), importlib.import_module("reduction_variants")
-    finally:
-        sys.path.remove(str(REPO / "bench" / "gpu"))
-
-
 def test_parts_bench_kernels_read_every_element_once(pxi: str) -> None:
     """Each kernel of reduction_variants.py --parts, emulated per (block, thread, step) with its own expressions,
     reads every element of an output exactly once, at the split the template's rule gives and at 66."""
-    runs, _ = _bench_modules()
+    runs, _ = bench_modules()
     rule_of = python_function(pxi, "_lg_reduction_split")["_lg_reduction_split"]
     for _case, _shape, _axes, (n, c, length) in runs.SHAPES:
         rule = runs.split_rule(n * c * length, c, 132)
@@ -444,7 +431,7 @@ def test_parts_bench_kernels_compile_for_sm_90(tree: Path, pxi: str, tmp_path: P
     """The --parts kernels and the template's variants (fast-const, idx32; 3- and 4-D indexers) compile."""
     from helpers import NVCC
 
-    runs, variants = _bench_modules()
+    runs, variants = bench_modules()
     head = variants.header(tree / "cupy")
     sources = {name: head + runs.source(name) for name in runs.VARIANTS}
     sources.update({f"t{nd}-{mod}": variants.template_mod(head + variants.kernel_source(pxi, False, nd, "lg_t"), mod)

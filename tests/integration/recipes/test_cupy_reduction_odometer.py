@@ -21,6 +21,7 @@ from helpers.chainer_cpu import assert_gated_like_the_speed_steps
 from helpers.reduction_template import (
     applied_in_order,
     assert_compiles,
+    bench_modules,
     commit_of,
     kernels,
     python_function,
@@ -494,15 +495,6 @@ def test_parts_bench_times_this_template_as_it_is(tree: Path, final_pxi: str) ->
     """bench/gpu/reduction_variants.py --parts edits the layout template's per-element division (its fast-const and
     idx32 rows); this template has none, so the bench times it as it is (session 11 call 6: it stopped with "no
     fast-division call to fix" after the as-is rows)."""
-    import importlib
-    import sys
-
-    from helpers import REPO
-
-    sys.path.insert(0, str(REPO / "bench" / "gpu"))
-    try:
-        variants = importlib.import_module("reduction_variants")
-    finally:
-        sys.path.remove(str(REPO / "bench" / "gpu"))
+    _, variants = bench_modules()
     assert variants.template_mods(text_at(tree, LAYOUT, PXI)) == variants.TEMPLATE_MODS
     assert variants.template_mods(final_pxi) == ("as-is",)
