@@ -9,7 +9,8 @@ is Cython, and cuDNN's calls are C, so their time lands on whichever Python func
 `--native` sampling unwinds through them (the wheel's extension modules keep their symbols). Per case a child
 process loops the step for --seconds under `py-spy record --native --format raw`; this script then prints the
 frames holding most samples, by own samples (the leaf) and by samples anywhere in the stack, and the step's time
-per call without the profiler. Cases:
+per call as timed under py-spy (its stops slow the process: a shares tool, not a timer; chainer_speed.py times).
+Cases:
 
 - `inspection_infer_b1`: the seed-style CNN at batch 1 (bench/gpu/_speed_workloads.py);
 - `max_pool_b1`: `F.max_pooling_2d(x, 2)` on 1x32x224x224 (chainer-max-pool-kernel's launch);
@@ -55,7 +56,8 @@ def _make_step(case: str):
 
 
 def loop(case: str, seconds: float) -> None:
-    """The child: warm up, print the unprofiled µs per call, then loop until --seconds pass."""
+    """The child: warm up, print the µs per call (timed under py-spy, whose stops slow the process: not the
+    step's own time), then loop until --seconds pass."""
     step, sync = _make_step(case)
     for _ in range(50):
         step()
@@ -135,7 +137,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     reports = [profile(case, args.py_spy, args.seconds, args.out, args.top) for case in args.cases]
     for report in reports:
-        print(f"== {report['case']}: {report.get('us_per_call')} us per call unprofiled, "
+        print(f"== {report['case']}: {report.get('us_per_call')} us per call under py-spy, "
               f"{report.get('samples')} samples")
         for pct, frame in report.get("own_pct", []):
             print(f"  own {pct:5.1f} %  {frame}")
