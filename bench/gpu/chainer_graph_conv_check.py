@@ -13,7 +13,11 @@ DIR is a `pip install --target` folder of a Chainer 1.24 wheel built by lgpatch 
    math lets float32 run on TF32 tensor cores either way: rtol 1e-2 against im2col, 2e-3 on against off); float64
    to 1e-10. Whether the graph path ran is read off its plan table (a plan, not None, for the case); where it
    declined (no engine for the problem), the legacy call ran both times: reported, not a failure.
-2. Host time at batch 1 (the graph path on and off alternating in one process, medians of --rounds): one
+2. Workspace: a batch-32 convolution (32x32x112x112, 64 filters) under the default limit (the plan's workspace
+   within 512 MiB, read off the plan table), under `set_max_workspace_size(0)` (a plan without workspace), and
+   with almost all of the GPU's memory taken (the graph path's workspace cannot be allocated: the legacy call,
+   with chainer-cudnn-workspace's fallback to 8 MiB, runs); each against im2col.
+3. Host time at batch 1 (the graph path on and off alternating in one process, medians of --rounds): one
    L.Convolution2D call per inspection-CNN layer and the inspection CNN's whole inference, as enqueue time.
 """
 
@@ -78,6 +82,58 @@ def run_case(chainer: Any, cupy: Any, case: tuple, dtype: str, rng: Any) -> dict
             "y_on_vs_off": on_off[0], "grads_on_vs_off": on_off[1:], "y_on_vs_im2col": vs_im2col[0],
             "grads_on_vs_im2col": vs_im2col[1:],
             "ok": on_off[0] <= tol_off and max(on_off[1:]) <= tol_off and max(vs_im2col) <= tol_im2col}
+
+
+def workspace_checks(chainer: Any, cupy: Any, rng: Any) -> list[dict]:
+    import chainer.functions as F
+    from chainer import _cudnn_graph, cuda
+
+    x, w = rng.randn(32, 32, 112, 112).astype("f"), (0.1 * rng.randn(64, 32, 3, 3)).astype("f")
+
+    def forward(use_cudnn: bool) -> Any:
+        y = F.convolution_2d(chainer.Variable(cupy.asarray(x)), chainer.Variable(cupy.asarray(w)), pad=1,
+                             use_cudnn=use_cudnn)
+        return y.data.get()
+
+    def plan_workspace(limit: int) -> Any:
+        tables = getattr(_cudnn_graph._local, "tables", None)
+        found = [v for key, v in (tables.plans.items() if tables else ()) if key[1] == limit and key[3] == x.shape]
+        return found[-1][1] if found and found[-1] is not None else None
+
+    want = forward(False)
+    rows = []
+    default = cuda.get_max_workspace_size()
+    got = forward(True)
+    size = plan_workspace(512 << 20)
+    rows.append({"check": "default limit: a plan within 512 MiB", "plan_workspace": size,
+                 "rel_diff": relative(got, want), "ok": size is not None and relative(got, want) <= 1e-2})
+    cuda.set_max_workspace_size(0)
+    try:
+        got = forward(True)
+        size = plan_workspace(0)
+        rows.append({"check": "limit 0: a plan without workspace", "plan_workspace": size,
+                     "rel_diff": relative(got, want), "ok": size == 0 and relative(got, want) <= 1e-2})
+    finally:
+        cuda.set_max_workspace_size(default)
+        cuda._lg_workspace_size_set = False  # as before this check: the program set no limit
+    pool = cuda.memory_pool
+    pool.free_all_blocks()
+    size = plan_workspace(512 << 20) or 0
+    free = cupy.cuda.runtime.memGetInfo()[0]
+    headroom = 2 * (x.nbytes + w.nbytes) + 32 * 64 * 112 * 112 * 4 + (16 << 20)
+    if size > (16 << 20) and free > headroom:
+        hog = cupy.empty((free - headroom,), dtype="b")
+        try:
+            got = forward(True)
+            rows.append({"check": "GPU almost full: the legacy call runs (its 8 MiB fallback)", "plan_workspace": size,
+                         "rel_diff": relative(got, want), "ok": relative(got, want) <= 1e-2})
+        finally:
+            del hog
+            pool.free_all_blocks()
+    else:
+        rows.append({"check": "GPU almost full", "plan_workspace": size, "ok": True,
+                     "skipped": "the plan's workspace is <= 16 MiB: it fits beside the rest, nothing to fall back"})
+    return rows
 
 
 def enqueue_us(fn: Any, calls: int) -> float:
@@ -146,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     passed = sum(r["ok"] for r in checks)
     ran = sum(r["graph_path_ran"] for r in checks)
     print(f"semantics: {passed} of {len(checks)} cases ok; the graph path ran in {ran} of them")
+    workspace = workspace_checks(chainer, cupy, rng)
+    for row in workspace:
+        print(f"{'ok ' if row['ok'] else 'BAD'} workspace: {row['check']}: {json.dumps(row)}", flush=True)
+    checks += workspace
+    passed = sum(r["ok"] for r in checks)
     rows = timing(chainer, cupy, args.rounds, rng)
     if args.json:
         Path(args.json).write_text(json.dumps({"checks": checks, "timing": rows}, indent=1))

@@ -189,6 +189,23 @@ def check_empty_and_kernels(c: Checker, cupy) -> None:
 
 
 def check_conv_workspace(c: Checker, cupy, rng) -> None:
+    """chainer-cudnn-workspace's legacy call, with chainer-cudnn-graph-conv's path (where the build has it) off:
+    that call stays its fallback; the graph path's own workspace is checked by chainer_graph_conv_check.py."""
+    try:
+        from chainer import _cudnn_graph
+    except ImportError:
+        _cudnn_graph = None
+    saved = getattr(_cudnn_graph, "enabled", None)
+    if _cudnn_graph is not None:
+        _cudnn_graph.enabled = False
+    try:
+        _conv_workspace_legacy(c, cupy, rng)
+    finally:
+        if _cudnn_graph is not None:
+            _cudnn_graph.enabled = saved
+
+
+def _conv_workspace_legacy(c: Checker, cupy, rng) -> None:
     """chainer-cudnn-workspace before any set_max_workspace_size call: the 512 MiB default limit with a workspace
     of the chosen algorithm's size, against im2col; then the same problem with almost all of the GPU's memory
     taken, which must fall back to the algorithm for 8 MiB (and give the same result)."""
