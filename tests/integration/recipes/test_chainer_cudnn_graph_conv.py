@@ -31,7 +31,8 @@ STEP = "chainer-cudnn-graph-conv/graph-conv"
 AFTER = "chainer-cudnn-host-cache/cudnn-host-cache"  # the forward's call site as this step finds it
 MODULE = "chainer/_cudnn_graph.py"
 CONV = "chainer/functions/connection/convolution_2d.py"
-TENSOR, CONV_DESC, CONV_FWD, PLAN, PACK, CFG = 17, 1, 10, 5, 16, 3
+TENSOR, CONV_DESC, CONV_FWD, PLAN, PACK, CFG, ENGINE = 17, 1, 10, 5, 16, 3, 2
+DOWN_CONVERT, TENSOR_CORE = 1, 0  # cuDNN's numerical notes
 NOT_SUPPORTED = 3000
 
 
@@ -67,10 +68,12 @@ def value(desc: Any) -> int:
 
 
 class FakeCudnn:
-    """libcudnn's backend API as the module calls it: descriptors are ints; each config is (finalizes, workspace)."""
+    """libcudnn's backend API as the module calls it: descriptors are ints; each config is (finalizes, workspace) or
+    (finalizes, workspace, its engine's numerical notes)."""
 
-    def __init__(self, configs: list[tuple[bool, int]] | None = None) -> None:
+    def __init__(self, configs: list[tuple] | None = None) -> None:
         self.configs = configs if configs is not None else [(True, 0)]
+        self.engine_of: dict[int, int] = {}  # engine descriptor -> config index
         self.kind: dict[int, int] = {}
         self.attrs: dict[int, dict[int, tuple[int, list[Any]]]] = {}
         self.live: set[int] = set()
@@ -102,6 +105,18 @@ class FakeCudnn:
             count._obj.value = min(requested, len(self.configs)) if requested else len(self.configs)
             for i in range(count._obj.value if array is not None else 0):
                 self.cfg_index[array[i]] = i
+            return 0
+        if name == 300:  # the config's engine, into a descriptor the caller made
+            assert self.kind[value(array._obj)] == ENGINE and requested == 1
+            self.engine_of[value(array._obj)] = self.cfg_index[value(desc)]
+            count._obj.value = 1
+            return 0
+        if name == 1303:  # the engine's numerical notes
+            config = self.configs[self.engine_of[value(desc)]]
+            notes = config[2] if len(config) > 2 else [TENSOR_CORE]
+            for i, note in enumerate(notes[:requested]):
+                array[i] = note
+            count._obj.value = len(notes)
             return 0
         assert name == 402 and self.kind[value(desc)] == PLAN  # a plan's workspace size
         count._obj.value = 1
@@ -226,6 +241,15 @@ def test_the_first_configuration_that_finalizes_within_the_limit(tree: Path, mon
     assert lib.attrs[lib.executed[-1][2]][1003][1][0] is not None  # its 4 KiB workspace was allocated
     assert conv(ns, cupy, limit=1 << 30)
     assert lib.cfg_index[lib.attrs[lib.executed[-1][1]][401][1][0]] == 1  # a larger limit: a plan of its own
+
+
+@pytest.mark.parametrize(("dtype", "taken"), [("f", 1), ("d", 1), ("e", 0)])
+def test_an_engine_that_computes_float32_in_half_is_passed_over(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                dtype: str, taken: int) -> None:
+    lib, cupy = FakeCudnn([(True, 0, [TENSOR_CORE, DOWN_CONVERT]), (True, 0, [TENSOR_CORE])]), FakeCupy()
+    ns = load(tree, lib, monkeypatch)
+    assert conv(ns, cupy, dtype=dtype)
+    assert lib.cfg_index[lib.attrs[lib.executed[-1][1]][401][1][0]] == taken  # half data: nothing to convert
 
 
 def test_declines_where_it_does_not_apply_and_remembers(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
