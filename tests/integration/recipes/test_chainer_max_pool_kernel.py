@@ -461,6 +461,7 @@ def record(name, result):
 
 
 x = numpy.zeros((2, 3, 8, 8), numpy.float32)
+big = numpy.zeros((1, 1, 2048, 2048), numpy.float32)  # 2^22 elements: max-pool-small-cudnn's bound
 mp._lg_forward = record("fast forward", (x[:, :, ::2, ::2], "offsets"))
 mp._lg_backward = record("fast backward", x)
 pooling_2d.Pooling2D.forward_gpu = record("cudnn forward", (x,))
@@ -468,21 +469,31 @@ pooling_2d.Pooling2D.backward_gpu = record("cudnn backward", (x,))
 mp.cuda.cudnn_enabled = True
 pooling_2d._cudnn_version = 7000
 routes = []
-for args in (dict(ksize=2), dict(ksize=2, use_cudnn=False), dict(ksize=3, stride=2), dict(ksize=2, pad=1)):
+for args, a in ((dict(ksize=2), big), (dict(ksize=2, use_cudnn=False), big), (dict(ksize=3, stride=2), big),
+                (dict(ksize=2, pad=1), big), (dict(ksize=2), x), (dict(ksize=2, use_cudnn=False), x)):
     del calls[:]
     f = mp.MaxPooling2D(**args)
-    f.forward_gpu((x,))
-    f.backward_gpu((x,), (x,))
+    f.forward_gpu((a,))
+    f.backward_gpu((a,), (a,))
     routes.append(list(calls))
-# One Function object, a covered call then one that is not: its backward must not use the stale offsets.
+# Below the bound without cuDNN (a build without it): the kernels.
+mp.cuda.cudnn_enabled = False
+del calls[:]
 f = mp.MaxPooling2D(2)
 f.forward_gpu((x,))
+f.backward_gpu((x,), (x,))
+routes.append(list(calls))
+mp.cuda.cudnn_enabled = True
+small_ok = [mp._lg_cudnn_is_cheaper(numpy.zeros(n, numpy.float32), True) for n in ((1 << 22) - 1, 1 << 22)]
+# One Function object, a covered call then one that is not: its backward must not use the stale offsets.
+f = mp.MaxPooling2D(2)
+f.forward_gpu((big,))
 f.ph = 1
 del calls[:]
 f.forward_gpu((x,))
 f.backward_gpu((x,), (x,))
 routes.append(list(calls))
-print(json.dumps({"shapes": shapes, "off": off, "routes": routes}))
+print(json.dumps({"shapes": shapes, "off": off, "routes": routes, "small": small_ok}))
 """
 
 
@@ -504,8 +515,12 @@ def test_dispatch_sends_exactly_the_non_overlapping_poolings_to_the_new_kernels(
         ["fast forward", "fast backward"],  # use_cudnn=False: the same kernels, Chainer's GPU rule
         ["cudnn forward", "cudnn backward"],
         ["cudnn forward", "cudnn backward"],
-        ["cudnn forward", "cudnn backward"],
+        ["cudnn forward", "cudnn backward"],  # below 2^22 elements with cuDNN: Chainer's cuDNN path (host cost)
+        ["fast forward", "fast backward"],  # ... but use_cudnn=False still gets the kernels
+        ["fast forward", "fast backward"],  # ... and so does a build without cuDNN
+        ["cudnn forward", "cudnn backward"],  # the stale-offsets case
     ]
+    assert got["small"] == [True, False]  # the bound is strict: 2^22 elements take the kernels
 
 
 def test_bench_check_script_parses_and_names_the_flag(tree: Path) -> None:
