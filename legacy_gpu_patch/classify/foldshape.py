@@ -42,6 +42,7 @@ __all__ = ["NOT_FOLDED", "PathFold", "unit_contexts"]
 
 # how a lowered string that starts in a location's path and covers its `:`/`(` and first digit starts (located.py)
 _PAST_HEAD = re.compile(r"[a-z0-9_./+-]+[:(][0-9]")
+_ASCII_DIGIT = re.compile(r"[0-9]")
 _PATH_ONLY = re.compile(r"[a-z0-9_./+-]+")  # a string that a fold token may be made of (pathfold's PATH)
 # per unit: None (aware on every head) or (its pattern's path contexts, its prefilter literals that can start in a
 # path), lowered
@@ -112,7 +113,7 @@ class PathFold:
     """The decisions of a Matcher's new located shapes, through their folded shapes (module docstring)."""
 
     __slots__ = ("_always", "_contained", "_finder", "_gates", "_heads", "_interned", "_literals", "_location_path",
-                 "_orders", "_regex", "_unit_of", "contexts", "digit_shapes", "folded", "held", "memo")
+                 "_orders", "_regex", "_splits", "_unit_of", "contexts", "digit_shapes", "folded", "held", "memo")
 
     def __init__(self, folded: ShapeCache) -> None:
         """`folded`: a ShapeCache of the matcher's, for folded lines (it must not fold: a folded line folds to
@@ -129,6 +130,7 @@ class PathFold:
         self._interned: dict[frozenset[int], frozenset[int]] = {}  # one object per set: its hash is kept
         self._orders: dict[tuple[frozenset[str], frozenset[int]], tuple[int, ...]] = {}
         self._gates: dict[tuple[frozenset[int], int], Any] = {}
+        self._splits: dict[tuple[frozenset[int], int], bool] = {}  # gate_splits()
         self._unit_of: dict[int, int] = {}
         self.held: frozenset[str] | None = None
         self.digit_shapes: tuple[str, ...] = ()  # the shapes of the context strings that hold a digit
@@ -238,8 +240,19 @@ class PathFold:
                 found = _any_of(strings)
             if len(self._gates) >= MAX_SHAPES:
                 self._gates.clear()
+                self._splits.clear()
             self._gates[key] = found
+            self._splits[key] = found is not None and not any(
+                _PAST_HEAD.match(s.lower()) or _ASCII_DIGIT.search(s) for s in strings)
         return found
+
+    def gate_splits(self, aware: frozenset[int], first: int) -> bool:
+        """Whether trial_gate(aware, first) (asked before) finds a string in a located line exactly where it finds one
+        in its head `low[:cut + 1]` or in its rest `low[cut:]`, and in the rest exactly where it finds one in the
+        rest's shape (shapes.py): none of its strings covers the location's `:`/`(` and the digit after it
+        (`_PAST_HEAD`: an occurrence in neither part would), and none holds an ASCII digit (a digit-free string is in
+        a text where it is in the text's shape: a digit of the text is a `0` there, and the string takes neither)."""
+        return self._splits.get((aware, first), False)
 
     def decide(self, matcher: Matcher, text: str) -> Any:
         """matcher.plain_match(text) (unit, rule, match; None where nothing matches), or NOT_FOLDED where `text` has

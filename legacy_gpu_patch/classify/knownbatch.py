@@ -4,7 +4,8 @@ While no context, block or join wants the next line (`_want` is 0), Classifier._
 to `_run`, which takes them in order, in one loop with its look-ups made once, until one leaves `_want` above 0 (or
 the candidates end); each line as the scan loop took it before: a raw shape decided SKIP or NOTHING passed over, a
 known plain shape (KnownLines._known_line), a new raw shape by its folded shape (FoldedLines._folded_line), else the
-long way (`_unknown_line`).
+long way (`_unknown_line`). A new raw shape whose head's class and rest's shape were decided before is first learnt
+from them (ClassedLines._learn_by_class, knownclass.py) and then taken as a known line, counted here as below.
 
 Past the display caps (500 findings, 50 locations each) a failing build's error line of a known raw shape costs only
 its count, yet each paid a call of _known_line (seven arguments, the line decoded, the entry unpacked, a dozen
@@ -30,7 +31,7 @@ from typing import Any
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
 from legacy_gpu_patch.classify.foldshape import _any_of
 from legacy_gpu_patch.classify.known import NOTHING, SKIP, SLOW
-from legacy_gpu_patch.classify.knownfold import FoldedLines
+from legacy_gpu_patch.classify.knownclass import ClassedLines
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
 from legacy_gpu_patch.classify.normalize import normalize
 from legacy_gpu_patch.classify.rules import holding_no_other
@@ -42,7 +43,7 @@ _FEW = 6  # digit strings tested by `in`s; more are searched as one trie (_holds
 _HOLDERS: dict[tuple[str, ...], Any] = {}  # _holds_one's test per tuple of digit strings (a pure function of it)
 
 
-class BatchLines(FoldedLines):
+class BatchLines(ClassedLines):
     """The run over a chunk's candidate lines of a Classifier's scan (module docstring)."""
 
     batch = True  # False: _known_line takes every known line (the tests' other way)
@@ -58,6 +59,7 @@ class BatchLines(FoldedLines):
         find, findings, progress = block.find, self._findings, _PROGRESS_RAW.match
         max_findings, max_occurrences = self.max_findings, self.max_occurrences
         counting = get is not None and self.batch and not self.on_finding
+        by_class = self._learn_by_class if self.classes else None  # a new raw shape of a kept class (knownclass.py)
         holders = _HOLDERS
         n, pos, taken = len(cands), end, 0
         while i < n:
@@ -71,6 +73,8 @@ class BatchLines(FoldedLines):
             if get is not None:  # a raw shape decided before
                 key = raw.translate(RAW_TO_ZERO)
                 found = get(key)
+                if found is None and by_class is not None:
+                    found = by_class(raw, key)
                 if found is SKIP or found is NOTHING:
                     continue
                 if (counting and found.__class__ is tuple and found[0] is not None and found[5] is not None
