@@ -68,9 +68,9 @@ class ClassedLines(FoldedLines):
     classes = True  # False: every new raw shape the folded way (the tests' other way)
     _heads: dict[bytes, _Head | None] | None = None  # head -> its class, or None: of none
     _class_ids: dict[tuple[str, frozenset[int], bool], int] | None = None
-    # (class, rest shape) -> (gate, entry, the token's length, the known entry where it reads no cut, else None,
-    # {cut: (the entry's spans shifted, the key's span)})
-    _by_class: dict[tuple[int, bytes], tuple[Any, Any, int, Any, dict[int, Any]]] | None = None
+    # (class, rest shape) -> (gate, the known entry where it reads no cut, else None, the folded entry, the token's
+    # length, {cut: the known entries of a line of that cut, shorter than WRAP_MIN and not})
+    _by_class: dict[tuple[int, bytes], tuple[Any, Any, Any, int, dict[int, Any]]] | None = None
 
     def _learn_by_class(self, raw: bytes, key: bytes) -> Any:
         """The known entry of `raw`'s new raw shape `key`, learnt from its head's class and its rest's shape, or None
@@ -90,36 +90,40 @@ class ClassedLines(FoldedLines):
         kept = by_class.get((head[0], key[cut:]))
         if kept is None:
             return None
-        gate, entry, token, known_entry, cuts = kept
+        gate, known_entry, entry, token, cuts = kept
         clear = head[2].get(gate)
         if clear is None:
             clear = head[2][gate] = gate(head[1]) is None
         if not clear:
             return None
-        if known_entry is None:  # a finding: its spans are the line's own
-            rule, regex = entry[2], entry[3]
-            spans = cuts.get(cut)
-            if spans is None:
-                moved = _shifted(entry[4], cut - token, token)
-                spans = cuts[cut] = (moved, _key_span(rule, regex, moved) if moved is not None else None)
-            if spans[0] is None:
+        if known_entry is None:  # a finding: its spans are the line's own, its waiting the line's length's
+            pair = cuts.get(cut)
+            if pair is None:
+                pair = cuts[cut] = self._entries_at(entry, token, cut, b"`" in raw)
+            known_entry = pair[len(raw) >= WRAP_MIN]
+            if known_entry is None:
                 return None  # a span inside the token: the folded way sends it the long way
-            known_entry = (rule, regex, spans[0], rule.generic or len(raw) >= WRAP_MIN, self._derived(entry)[1],
-                           spans[1], b"`" in raw)
-        self._remember(key, known_entry)
-        return known_entry
-
-    def _remember(self, key: bytes, known_entry: Any) -> None:
-        """The raw shape's decisions kept as _raw_skipped and _learn_folded keep them."""
         raw_shapes, known = self._raw_shapes, self._known
         if raw_shapes is None or known is None:
-            return
-        if len(raw_shapes) >= MAX_SHAPES:
+            return None
+        if len(raw_shapes) >= MAX_SHAPES:  # the raw shape's decisions kept as _raw_skipped and _learn_folded keep them
             raw_shapes.clear()
         raw_shapes[key] = False
         if len(known) >= MAX_SHAPES:
             known.clear()
         known[key] = known_entry
+        return known_entry
+
+    def _entries_at(self, entry: Any, token: int, cut: int, quoted: bool) -> tuple[Any, Any]:
+        """The known entries (_learn_folded's) of a folded `entry`'s finding on a line of this cut, shorter than
+        WRAP_MIN and not (None for both where a span lies inside the token)."""
+        rule, regex = entry[2], entry[3]
+        moved = _shifted(entry[4], cut - token, token)
+        if moved is None:
+            return None, None
+        kept, key_span = self._derived(entry)[1], _key_span(rule, regex, moved)
+        return ((rule, regex, moved, rule.generic, kept, key_span, quoted),
+                (rule, regex, moved, True, kept, key_span, quoted))
 
     def _class_of(self, raw: bytes, cut: int) -> _Head | None:
         """The class of the head `raw[:cut + 1]` (kept), or None where it is of none (module docstring): clean, the
@@ -163,4 +167,4 @@ class ClassedLines(FoldedLines):
         if len(by_class) >= MAX_SHAPES:
             by_class.clear()
         reads_cut = learnt is not NOTHING and learnt[0] is not None
-        by_class[head[0], key[cut:]] = (gate, entry, len(token), None if reads_cut else learnt, {})
+        by_class[head[0], key[cut:]] = (gate, None if reads_cut else learnt, entry, len(token), {})
