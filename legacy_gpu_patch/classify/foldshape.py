@@ -112,8 +112,9 @@ def _shifted(spans: tuple[tuple[int, int], ...], by: int, token: int) -> tuple[t
 class PathFold:
     """The decisions of a Matcher's new located shapes, through their folded shapes (module docstring)."""
 
-    __slots__ = ("_always", "_contained", "_finder", "_gates", "_heads", "_interned", "_literals", "_location_path",
-                 "_orders", "_regex", "_splits", "_unit_of", "contexts", "digit_shapes", "folded", "held", "memo")
+    __slots__ = ("_always", "_by_present", "_contained", "_finder", "_gates", "_heads", "_interned", "_literals",
+                 "_location_path", "_orders", "_regex", "_splits", "_unit_of", "contexts", "digit_shapes", "folded",
+                 "held", "memo")
 
     def __init__(self, folded: ShapeCache) -> None:
         """`folded`: a ShapeCache of the matcher's, for folded lines (it must not fold: a folded line folds to
@@ -127,6 +128,7 @@ class PathFold:
         self._regex: dict[str, frozenset[int]] = {}  # a pattern's context -> its units
         self._literals: dict[str, frozenset[int]] = {}  # a prefilter literal that can start in a path -> its units
         self._heads: dict[str, tuple[str, frozenset[int]]] = {}
+        self._by_present: dict[tuple[frozenset[str], str], tuple[str, frozenset[int]]] = {}  # _head's, per strings
         self._interned: dict[frozenset[int], frozenset[int]] = {}  # one object per set: its hash is kept
         self._orders: dict[tuple[frozenset[str], frozenset[int]], tuple[int, ...]] = {}
         self._gates: dict[tuple[frozenset[int], int], Any] = {}
@@ -181,20 +183,29 @@ class PathFold:
         two heads and not in the other (then it may be selected on one line only)."""
         found = self._heads.get(head)
         if found is None:
-            present = self._present(head)
-            words = sorted(s for s in present if s in self._literals and _PATH_ONLY.fullmatch(s))
-            token = "".join(w + "/" for w in words) + FOLD_TOKEN
-            mine = self._present(token + head[-1])
-            units = set(self._always)
-            for s in present | mine:
-                units |= self._regex.get(s, frozenset())
-            for s in present ^ mine:
-                units |= self._literals.get(s, frozenset())
-            aware = self._interned.setdefault(frozenset(units), frozenset(units))
+            present = frozenset(self._present(head))
+            # a pure function of the strings present and the head's last character: worked out once for them (a
+            # build's paths hold a few sets of them)
+            found = self._by_present.get((present, head[-1]))
+            if found is None:
+                found = self._by_present[present, head[-1]] = self._token_and_units(present, head[-1])
             if len(self._heads) >= MAX_SHAPES:
                 self._heads.clear()
-            found = self._heads[head] = (token, aware)
+                self._by_present.clear()
+            self._heads[head] = found
         return found
+
+    def _token_and_units(self, present: frozenset[str], last: str) -> tuple[str, frozenset[int]]:
+        """_head's answer for a head holding the strings `present`, ending in `last` (`:` or `(`)."""
+        words = sorted(s for s in present if s in self._literals and _PATH_ONLY.fullmatch(s))
+        token = "".join(w + "/" for w in words) + FOLD_TOKEN
+        mine = self._present(token + last)
+        units = set(self._always)
+        for s in present | mine:
+            units |= self._regex.get(s, frozenset())
+        for s in present ^ mine:
+            units |= self._literals.get(s, frozenset())
+        return token, self._interned.setdefault(frozenset(units), frozenset(units))
 
     def _order(self, matcher: Matcher, held: frozenset[str], rules: list[int], aware: frozenset[int]
                ) -> tuple[int, ...]:

@@ -68,6 +68,7 @@ class ClassedLines(FoldedLines):
     classes = True  # False: every new raw shape the folded way (the tests' other way)
     _heads: dict[bytes, _Head | None] | None = None  # head -> its class, or None: of none
     _class_ids: dict[tuple[str, frozenset[int], bool], int] | None = None
+    _path_decides: bool | None = None  # pathstart.path_decides(the raw fast path's regex), asked once
     # (class, rest shape) -> (gate, the known entry where it reads no cut, else None, the folded entry, the token's
     # length, {cut: the known entries of a line of that cut, shorter than WRAP_MIN and not})
     _by_class: dict[tuple[int, bytes], tuple[Any, Any, Any, int, dict[int, Any]]] | None = None
@@ -134,10 +135,11 @@ class ClassedLines(FoldedLines):
             return None
         fold, head = shapes.fold, raw[: cut + 1]
         path = head.decode("ascii").lower()  # PATH's characters and the `:`/`(`: ASCII
-        skip = self._raw_skip
+        skip, decides = self._raw_skip, self._path_decides
+        if decides is None:
+            decides = self._path_decides = skip is None or path_decides(skip)
         found: _Head | None = None
-        if (_clean(head) and (skip is None or (path_decides(skip) and skip.match(raw) is None))
-                and _path_alike(fold, path)):
+        if _clean(head) and decides and (skip is None or skip.match(raw) is None) and _path_alike(fold, path):
             token, aware = fold._head(path)
             found = (ids.setdefault((token, aware, raw[0] in b"BLGCS"), len(ids)), path, {})
         if len(heads) >= MAX_SHAPES:

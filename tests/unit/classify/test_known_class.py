@@ -187,3 +187,29 @@ def test_a_gate_that_splits_finds_a_string_where_the_head_or_the_rest_s_shape_ho
             assert (gate(rest) is not None) == (gate(shape) is not None), text
             checked += whole
     assert split > 2_000 and checked > 50
+
+
+def test_a_heads_token_and_units_kept_per_strings_present_are_those_worked_out_for_the_head() -> None:
+    """PathFold._head keeps its answer per (strings present, last character): the same as working it out for each
+    head (the code before that memo, written out here), on the heads of many located lines, in any order."""
+    from legacy_gpu_patch.classify.foldshape import _PATH_ONLY, FOLD_TOKEN
+
+    m = Matcher()
+    fold = PathFold(m._shape_cache())
+    fold.decide(m, "a.c:1:2: x")  # reads the proofs
+    lines = [t for t in _located_lines(11, 2_000) if t.isascii()]
+    lines += [t.decode() for t in _class_log(8, 2_000).splitlines() if location_path(t.decode())]
+    heads = sorted({t.lower()[: location_path(t) + 1] for t in lines})
+    random.Random(3).shuffle(heads)
+    for head in heads:
+        present = fold._present(head)
+        words = sorted(s for s in present if s in fold._literals and _PATH_ONLY.fullmatch(s))
+        token = "".join(w + "/" for w in words) + FOLD_TOKEN
+        mine = fold._present(token + head[-1])
+        units = set(fold._always)
+        for s in present | mine:
+            units |= fold._regex.get(s, frozenset())
+        for s in present ^ mine:
+            units |= fold._literals.get(s, frozenset())
+        assert fold._head(head) == (token, frozenset(units)), head
+    assert len(heads) > 500 and len(fold._by_present) < len(heads) / 5
