@@ -29,10 +29,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from legacy_gpu_patch.classify.casefold import SpanMatch
+from legacy_gpu_patch.classify.casefold import SpanMatch, _shifted
 from legacy_gpu_patch.classify.pathfold import FOLD_TOKEN
-from legacy_gpu_patch.classify.rules import holding_no_other
-from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, NOT_FOLDED, TEXT_TO_ZERO, ShapeCache
+from legacy_gpu_patch.classify.rules import _any_of
+from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, NOT_FOLDED, TEXT_TO_ZERO, ShapeCache, shape_of
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports shapes.py, which imports this module)
     from legacy_gpu_patch.classify.match import Matcher
@@ -81,32 +81,6 @@ def shipped_contexts(rules: RuleSet, lead: tuple[Any, ...]) -> _Units:
                                         "prepare.py")]
     return cached("foldshape", [Path(f) for f in rules.files] + code_files() + code,
                   lambda: unit_contexts(rules, lead))
-
-
-def _never(text: str) -> None:
-    """A search that finds nothing (trial_gate, where no aware unit comes before the decider)."""
-    return None
-
-
-def _any_of(strings: set[str]) -> Any:
-    """A search that finds something exactly where the text holds one of `strings` (_never: none): a trie of those
-    that hold no other (a string holding another is found through it), so that sre tries the next character of a
-    branch, not each string in turn at each position (~1.7 us a line, against ~3.5 us for the flat alternation)."""
-    from legacy_gpu_patch.classify.prepare import _trie
-
-    least = sorted(holding_no_other(strings))
-    return re.compile(_trie(least)).search if least else _never
-
-
-def _shifted(spans: tuple[tuple[int, int], ...], by: int, token: int) -> tuple[tuple[int, int], ...] | None:
-    """F's spans as T's: a position past the folded token moves by `by`, 0 (a `^` branch's start) and -1 stay;
-    None where one lies inside the token (then the spans are not T's: not known here)."""
-    out = []
-    for start, end in spans:
-        if 0 < start < token or 0 < end < token:
-            return None
-        out.append((start + by if start >= token else start, end + by if end >= token else end))
-    return tuple(out)
 
 
 class PathFold:
@@ -265,6 +239,23 @@ class PathFold:
         a text where it is in the text's shape: a digit of the text is a `0` there, and the string takes neither)."""
         return self._splits.get((aware, first), False)
 
+    def _folded_match(self, matcher: Matcher, folded: str) -> Any:
+        """F's decision (ShapeCache.match). An entry that keeps no rule because the line it was learnt from held
+        one of its aware decider's runs (shapes.py: `needs`) is learnt again from F where F holds none (ShapeCache
+        then keeps the rule, and the lines of F's shape are taken by it: knownfold.py, knownclass.py, instead of
+        each going the long way). An entry learnt from any line of a shape decides every line of it as the plain
+        path does (shapes.py), so which line it is learnt from changes no decision."""
+        cache = self.folded
+        shape = shape_of(folded)
+        entry = cache.entries.get(shape)
+        if entry is not None and entry[2] is None and entry[0] != _END and folded.isascii():
+            runs = cache.contexts.get(entry[0])
+            if runs:
+                low, low_shape = folded.lower(), shape.decode().lower()
+                if not any(r in low or r in low_shape for r in runs):
+                    return cache._learn(matcher, folded, shape)
+        return cache.match(matcher, folded)
+
     def decide(self, matcher: Matcher, text: str) -> Any:
         """matcher.plain_match(text) (unit, rule, match; None where nothing matches), or NOT_FOLDED where `text` has
         no location to fold, is not ASCII, or the literal index cannot answer for its parts (located.py). `held`:
@@ -282,7 +273,7 @@ class PathFold:
         low = text.lower()
         token, aware = self._head(low[: cut + 1])
         # F's decision first: learning it searches the index for F, which sets located's answer for F's path
-        hit = self.folded.match(matcher, token + text[cut:])
+        hit = self._folded_match(matcher, token + text[cut:])
         self.held, rules = located.answer(low, cut)  # and `located.starts` for this line's path
         first = _END if hit is None else self._unit_of[id(hit[0])]
         try_unit = matcher.held_unit

@@ -40,9 +40,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from legacy_gpu_patch.classify.casefold import _shifted
 from legacy_gpu_patch.classify.collect import WRAP_MIN
 from legacy_gpu_patch.classify.fastpath import _MAY_BE_PREFIXED, MATCH_WINDOW
-from legacy_gpu_patch.classify.foldshape import _shifted
 from legacy_gpu_patch.classify.known import _GLUED, _REWRITTEN, _UNPREFIXED, NOTHING, _key_span
 from legacy_gpu_patch.classify.knownfold import FoldedLines, _path_alike
 from legacy_gpu_patch.classify.pathstart import path_decides

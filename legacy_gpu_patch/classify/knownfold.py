@@ -19,7 +19,7 @@ as PathFold.decide would, where all of this holds (else the long way, as before)
   the line is the one taken (and where it misses, the long way decides).
 
 The finding is then the entry's, with its spans shifted by `cut - len(token)` (known to lie past the token:
-foldshape._shifted), counted, recorded or left waiting as Collector._classify and KnownLines._known_line do. The
+casefold._shifted), counted, recorded or left waiting as Collector._classify and KnownLines._known_line do. The
 line's raw shape is learnt, so that its next lines are known lines (~2 us): straight from this decision where its
 path holds no digit (every line of the raw shape has this path), the aware units tried are digit-blind and no digit
 string of the entry can start in the fold token (`_learn_folded`); else as the long way learns it (a shape-cache
@@ -33,10 +33,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from legacy_gpu_patch.classify.casefold import SpanMatch
+from legacy_gpu_patch.classify.casefold import SpanMatch, _shifted
 from legacy_gpu_patch.classify.collect import WRAP_MIN, _Pending
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
-from legacy_gpu_patch.classify.foldshape import _shifted
 from legacy_gpu_patch.classify.known import NOTHING, QUOTED, KnownLines, _key_span, _strings, plain_shape
 from legacy_gpu_patch.classify.knowndigits import digits_follow
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
@@ -142,7 +141,7 @@ class FoldedLines(KnownLines):
     def _derived(self, entry: Any) -> tuple[Any, tuple[str, ...] | None, dict[tuple[int, int], Any]]:
         """(entry, its digit strings (known._strings) or None where the long way decides every line of F's shape (a
         string always tried, an aware digit unit that decided, a block rule), its spans shifted per (cut, token
-        length): foldshape._shifted). Kept per entry by its id, the entry with it (an id is reused only once the
+        length): casefold._shifted). Kept per entry by its id, the entry with it (an id is reused only once the
         entry is gone): a folded shape's lines are mostly of new raw shapes, and each paid these again (the hash of
         the entry's nested tuples, a Python loop over its spans)."""
         memo = self._entry_memo

@@ -213,3 +213,28 @@ def test_a_heads_token_and_units_kept_per_strings_present_are_those_worked_out_f
             units |= fold._literals.get(s, frozenset())
         assert fold._head(head) == (token, frozenset(units)), head
     assert len(heads) > 500 and len(fold._by_present) < len(heads) / 5
+
+
+def test_a_folded_entry_that_keeps_no_rule_is_learnt_again_from_a_line_holding_none_of_its_runs() -> None:
+    """PathFold._folded_match: the first lines of a folded shape hold `672` (a run of no-matching-function, a digit-
+    aware rule; the shape cache starts after 64 lines): its entry keeps no rule, and each line of the shape went the
+    long way; a later line of the shape holding none of the runs learns it again, with the rule. Findings as with
+    classes off, no fold, no known lines."""
+    from legacy_gpu_patch.classify.shapes import shape_of
+
+    rnd = random.Random(4)
+    digits = [*(f"672{rnd.randint(100, 999)}" for _ in range(200)), *(str(rnd.randint(300_000, 999_999))
+                                                                     for _ in range(3_000))]
+    dirs = ["".join(rnd.choice("abcdefgh") for _ in range(6)) for _ in range(500)]  # new line shapes: decided anew
+    lines = [f"/src/{rnd.choice(dirs)}/Sort.cpp:{rnd.randint(100, 999)}:{rnd.randint(10, 99)}: error: no matching "
+             f"function for call to 'launch{i}(double*, float)'" for i in digits]
+    log = "".join(f"[{k}/9] Building CXX object x.o\n{t}\n" for k, t in enumerate(lines)).encode()
+    c = _run(log, True)
+    folded = "p.c:000:00: error: no matching function for call to 'launch000000(double*, float)'"
+    assert c._shapes is not None and c._shapes.fold is not None
+    entry = c._shapes.fold.folded.entries[shape_of(folded)]
+    assert entry[2] is not None and entry[2].id == "no-matching-function"
+    want = summary(_run(log, False, fold=False))
+    assert summary(c) == want == summary(_run(log, False)) == summary(_run(log, False, known_lines=False))
+    for caps in ({"max_findings": 7, "max_occurrences": 2}, {"max_findings": 5000}):
+        assert summary(_run(log, True, **caps)) == summary(_run(log, False, fold=False, **caps))
