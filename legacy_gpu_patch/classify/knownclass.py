@@ -19,10 +19,10 @@ step reads as said:
   class only where it is *clean*: none of those strings in it, its first character one no CI prefix starts with.
 - *the location* is matched on every line (its cut is the line's own).
 - *the raw fast path* (Matcher._raw_decided): its regex finds a match on a located line alike for every line of
-  one PATH (pathstart.path_decides, proven once for the rule set; its first character is not one a prefix may
-  start with, so nothing is stripped), and its other tests follow a match; a head is of a class only where a line
-  of it went the folded way, so that the regex missed it: it misses every line of that head. The raw shape's
-  decision is kept (`_raw_shapes`) as _raw_skipped keeps it.
+  one PATH (pathstart.path_decides, proven once for the rule set: Prepared.raw_path_decides), and its other tests
+  follow a match. A head is of a class only where the regex misses the line that first shows it (its first
+  character being one no CI prefix starts with, nothing is stripped), so it misses every line of that head. The
+  raw shape's decision is kept (`_raw_shapes`) as _raw_skipped keeps it.
 - *the fold token and the aware units*: PathFold._head of the lowered head; *the folded entry*: the token and the
   rest's shape; *the entry's strings and spans* (`_derived`): the entry, and the cut.
 - *the trial gate* (PathFold.trial_gate of the aware units and the decider): where it splits (gate_splits: no
@@ -45,7 +45,6 @@ from legacy_gpu_patch.classify.collect import WRAP_MIN
 from legacy_gpu_patch.classify.fastpath import _MAY_BE_PREFIXED, MATCH_WINDOW
 from legacy_gpu_patch.classify.known import _GLUED, _REWRITTEN, _UNPREFIXED, NOTHING, _key_span
 from legacy_gpu_patch.classify.knownfold import FoldedLines, _path_alike
-from legacy_gpu_patch.classify.pathstart import path_decides
 from legacy_gpu_patch.classify.shapes import MAX_SHAPES
 
 __all__ = ["ClassedLines"]
@@ -68,7 +67,7 @@ class ClassedLines(FoldedLines):
     classes = True  # False: every new raw shape the folded way (the tests' other way)
     _heads: dict[bytes, _Head | None] | None = None  # head -> its class, or None: of none
     _class_ids: dict[tuple[str, frozenset[int], bool], int] | None = None
-    _path_decides: bool | None = None  # pathstart.path_decides(the raw fast path's regex), asked once
+    _path_decides: bool | None = None  # Prepared.raw_path_decides (pathstart.path_decides of the raw fast path's)
     # (class, rest shape) -> (gate, the known entry where it reads no cut, else None, the folded entry, the token's
     # length, {cut: the known entries of a line of that cut, shorter than WRAP_MIN and not})
     _by_class: dict[tuple[int, bytes], tuple[Any, Any, Any, int, dict[int, Any]]] | None = None
@@ -136,8 +135,10 @@ class ClassedLines(FoldedLines):
         fold, head = shapes.fold, raw[: cut + 1]
         path = head.decode("ascii").lower()  # PATH's characters and the `:`/`(`: ASCII
         skip, decides = self._raw_skip, self._path_decides
-        if decides is None:
-            decides = self._path_decides = skip is None or path_decides(skip)
+        if decides is None:  # read with the rule set's other proofs (kept in the rule cache for the shipped rules)
+            from legacy_gpu_patch.classify.prepare import prepared
+
+            decides = self._path_decides = prepared(self.rules).raw_path_decides
         found: _Head | None = None
         if _clean(head) and decides and (skip is None or skip.match(raw) is None) and _path_alike(fold, path):
             token, aware = fold._head(path)

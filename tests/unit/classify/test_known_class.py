@@ -238,3 +238,22 @@ def test_a_folded_entry_that_keeps_no_rule_is_learnt_again_from_a_line_holding_n
     assert summary(c) == want == summary(_run(log, False)) == summary(_run(log, False, known_lines=False))
     for caps in ({"max_findings": 7, "max_occurrences": 2}, {"max_findings": 5000}):
         assert summary(_run(log, True, **caps)) == summary(_run(log, False, fold=False, **caps))
+
+
+def test_the_proofs_kept_in_the_rule_cache_are_those_worked_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """Prepared.raw_path_decides (the rule cache's) is path_decides of the raw fast path's regex, and the harmless
+    digit strings read back from the rule cache are those harmless_strings works out."""
+    from legacy_gpu_patch.classify.knowndigits import harmless_strings
+    from legacy_gpu_patch.classify.prepare import prepare, prepared
+    from legacy_gpu_patch.classify.rules import load_rules
+
+    monkeypatch.setenv("LGPATCH_CACHE", str(tmp_path))
+    rules = load_rules()
+    assert rules.shipped and prepared(rules).raw_path_decides is True
+    assert prepare(rules).raw_path_decides is path_decides(_skip()) is True
+    first, second = Classifier(), Classifier()
+    want = harmless_strings(first.rules, prepared(first.rules).lead, first._aware_runs)
+    assert first._harmless_strings() == want  # built and written
+    assert list(tmp_path.rglob("harmless-*.pickle"))
+    assert second._harmless_strings() == want and want  # read back
