@@ -11,9 +11,10 @@ as PathFold.decide would, where all of this holds (else the long way, as before)
   no longer than MATCH_WINDOW, with a location (pathfold.location_path), and the raw fast path does not decide it
   (Matcher._raw_decided, run on it);
 - its folded line `F = token + line[cut:]` (the token of its head: PathFold._head) has an entry in the folded
-  shape cache, which decides every line of F's shape alike where the line holds none of the entry's digit strings
-  (known._strings: the runs of its aware digit units and its needs; tested on F); a block rule or an aware digit
-  unit that decided the learnt line takes the long way;
+  shape cache (learnt here where missing, as PathFold.decide learns it: `_folded_entry`), which decides every
+  line of F's shape alike where the line holds none of the entry's digit strings (known._strings: the runs of its
+  aware digit units and its needs; tested on F); a block rule or an aware digit unit that decided the learnt line
+  takes the long way;
 - the units aware on its head (PathFold: not proven, or a context in either head) are tried on the line itself,
   in order, before F's decider: where one matches, the long way decides; where the decider is aware, its match on
   the line is the one taken (and where it misses, the long way decides).
@@ -128,9 +129,13 @@ class FoldedLines(KnownLines):
         low = text.lower()
         token, aware = fold._head(low[: cut + 1])
         rest = raw[cut:] if plain != QUOTED else raw[cut:].translate(_BACKQUOTE)
-        entry = fold.folded.entries.get(token.encode() + rest.translate(RAW_TO_ZERO))
-        if entry is None:
-            return None
+        shape = token.encode() + rest.translate(RAW_TO_ZERO)
+        entry = fold.folded.entries.get(shape)
+        if entry is None:  # F's shape learnt here, as PathFold.decide learns it on the long way (exact for F)
+            fold._folded_match(self, token + text[cut:])
+            entry = fold.folded.entries.get(shape)
+            if entry is None:
+                return None
         return plain, cut, text, low, token, aware, entry
 
     def _keep_class(self, fold: Any, raw: bytes, key: bytes, cut: int, token: str, aware: frozenset[int], entry: Any,

@@ -168,6 +168,8 @@ def test_findings_with_the_folded_shape_are_the_plain_paths(tmp_path: Path, monk
                 messy_log(6, 400_000)):
         want = _summary(log, False)
         assert _summary(log, True) == want
+        # without known lines every new shape is decided here (with them, most are taken by knownfold/knownclass)
+        assert _summary(log, True, known_lines=False) == want
         assert _summary(log, True, max_findings=7, max_occurrences=2) == _summary(log, False, max_findings=7,
                                                                                   max_occurrences=2)
     assert calls["folded"] > 5_000
