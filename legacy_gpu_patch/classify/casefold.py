@@ -226,6 +226,18 @@ class LowMatch:
         return {name: self.group(name) for name in self.re.groupindex}
 
 
+def _shifted(spans: tuple[tuple[int, int], ...], by: int, token: int) -> tuple[tuple[int, int], ...] | None:
+    """A folded line F's spans as its line T's (foldshape.py): a position past the folded token moves by `by`, 0 (a
+    `^` branch's start) and -1 stay; None where one lies inside the token (then the spans are not T's: not known
+    here)."""
+    out = []
+    for start, end in spans:
+        if 0 < start < token or 0 < end < token:
+            return None
+        out.append((start + by if start >= token else start, end + by if end >= token else end))
+    return tuple(out)
+
+
 class SpanMatch:
     """A rule's match on a line, read off the spans of its match on another line of the same shape (for a blind rule
     they are the same spans); what the classifier asks of a match: group(), start(), span(), groups(), groupdict()."""

@@ -29,10 +29,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from legacy_gpu_patch.classify.casefold import SpanMatch
+from legacy_gpu_patch.classify.casefold import SpanMatch, _shifted
 from legacy_gpu_patch.classify.pathfold import FOLD_TOKEN
-from legacy_gpu_patch.classify.rules import holding_no_other
-from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, NOT_FOLDED, TEXT_TO_ZERO, ShapeCache
+from legacy_gpu_patch.classify.rules import _any_of
+from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, NOT_FOLDED, TEXT_TO_ZERO, ShapeCache, shape_of
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports shapes.py, which imports this module)
     from legacy_gpu_patch.classify.match import Matcher
@@ -42,6 +42,7 @@ __all__ = ["NOT_FOLDED", "PathFold", "unit_contexts"]
 
 # how a lowered string that starts in a location's path and covers its `:`/`(` and first digit starts (located.py)
 _PAST_HEAD = re.compile(r"[a-z0-9_./+-]+[:(][0-9]")
+_ASCII_DIGIT = re.compile(r"[0-9]")
 _PATH_ONLY = re.compile(r"[a-z0-9_./+-]+")  # a string that a fold token may be made of (pathfold's PATH)
 # per unit: None (aware on every head) or (its pattern's path contexts, its prefilter literals that can start in a
 # path), lowered
@@ -82,37 +83,12 @@ def shipped_contexts(rules: RuleSet, lead: tuple[Any, ...]) -> _Units:
                   lambda: unit_contexts(rules, lead))
 
 
-def _never(text: str) -> None:
-    """A search that finds nothing (trial_gate, where no aware unit comes before the decider)."""
-    return None
-
-
-def _any_of(strings: set[str]) -> Any:
-    """A search that finds something exactly where the text holds one of `strings` (_never: none): a trie of those
-    that hold no other (a string holding another is found through it), so that sre tries the next character of a
-    branch, not each string in turn at each position (~1.7 us a line, against ~3.5 us for the flat alternation)."""
-    from legacy_gpu_patch.classify.prepare import _trie
-
-    least = sorted(holding_no_other(strings))
-    return re.compile(_trie(least)).search if least else _never
-
-
-def _shifted(spans: tuple[tuple[int, int], ...], by: int, token: int) -> tuple[tuple[int, int], ...] | None:
-    """F's spans as T's: a position past the folded token moves by `by`, 0 (a `^` branch's start) and -1 stay;
-    None where one lies inside the token (then the spans are not T's: not known here)."""
-    out = []
-    for start, end in spans:
-        if 0 < start < token or 0 < end < token:
-            return None
-        out.append((start + by if start >= token else start, end + by if end >= token else end))
-    return tuple(out)
-
-
 class PathFold:
     """The decisions of a Matcher's new located shapes, through their folded shapes (module docstring)."""
 
-    __slots__ = ("_always", "_contained", "_finder", "_gates", "_heads", "_interned", "_literals", "_location_path",
-                 "_orders", "_regex", "_unit_of", "contexts", "digit_shapes", "folded", "held", "memo")
+    __slots__ = ("_always", "_by_present", "_contained", "_finder", "_gates", "_heads", "_interned", "_literals",
+                 "_location_path", "_orders", "_regex", "_splits", "_unit_of", "contexts", "digit_shapes", "folded",
+                 "held", "memo")
 
     def __init__(self, folded: ShapeCache) -> None:
         """`folded`: a ShapeCache of the matcher's, for folded lines (it must not fold: a folded line folds to
@@ -126,9 +102,11 @@ class PathFold:
         self._regex: dict[str, frozenset[int]] = {}  # a pattern's context -> its units
         self._literals: dict[str, frozenset[int]] = {}  # a prefilter literal that can start in a path -> its units
         self._heads: dict[str, tuple[str, frozenset[int]]] = {}
+        self._by_present: dict[tuple[frozenset[str], str], tuple[str, frozenset[int]]] = {}  # _head's, per strings
         self._interned: dict[frozenset[int], frozenset[int]] = {}  # one object per set: its hash is kept
         self._orders: dict[tuple[frozenset[str], frozenset[int]], tuple[int, ...]] = {}
         self._gates: dict[tuple[frozenset[int], int], Any] = {}
+        self._splits: dict[tuple[frozenset[int], int], bool] = {}  # gate_splits()
         self._unit_of: dict[int, int] = {}
         self.held: frozenset[str] | None = None
         self.digit_shapes: tuple[str, ...] = ()  # the shapes of the context strings that hold a digit
@@ -179,20 +157,29 @@ class PathFold:
         two heads and not in the other (then it may be selected on one line only)."""
         found = self._heads.get(head)
         if found is None:
-            present = self._present(head)
-            words = sorted(s for s in present if s in self._literals and _PATH_ONLY.fullmatch(s))
-            token = "".join(w + "/" for w in words) + FOLD_TOKEN
-            mine = self._present(token + head[-1])
-            units = set(self._always)
-            for s in present | mine:
-                units |= self._regex.get(s, frozenset())
-            for s in present ^ mine:
-                units |= self._literals.get(s, frozenset())
-            aware = self._interned.setdefault(frozenset(units), frozenset(units))
+            present = frozenset(self._present(head))
+            # a pure function of the strings present and the head's last character: worked out once for them (a
+            # build's paths hold a few sets of them)
+            found = self._by_present.get((present, head[-1]))
+            if found is None:
+                found = self._by_present[present, head[-1]] = self._token_and_units(present, head[-1])
             if len(self._heads) >= MAX_SHAPES:
                 self._heads.clear()
-            found = self._heads[head] = (token, aware)
+                self._by_present.clear()
+            self._heads[head] = found
         return found
+
+    def _token_and_units(self, present: frozenset[str], last: str) -> tuple[str, frozenset[int]]:
+        """_head's answer for a head holding the strings `present`, ending in `last` (`:` or `(`)."""
+        words = sorted(s for s in present if s in self._literals and _PATH_ONLY.fullmatch(s))
+        token = "".join(w + "/" for w in words) + FOLD_TOKEN
+        mine = self._present(token + last)
+        units = set(self._always)
+        for s in present | mine:
+            units |= self._regex.get(s, frozenset())
+        for s in present ^ mine:
+            units |= self._literals.get(s, frozenset())
+        return token, self._interned.setdefault(frozenset(units), frozenset(units))
 
     def _order(self, matcher: Matcher, held: frozenset[str], rules: list[int], aware: frozenset[int]
                ) -> tuple[int, ...]:
@@ -238,8 +225,36 @@ class PathFold:
                 found = _any_of(strings)
             if len(self._gates) >= MAX_SHAPES:
                 self._gates.clear()
+                self._splits.clear()
             self._gates[key] = found
+            self._splits[key] = found is not None and not any(
+                _PAST_HEAD.match(s.lower()) or _ASCII_DIGIT.search(s) for s in strings)
         return found
+
+    def gate_splits(self, aware: frozenset[int], first: int) -> bool:
+        """Whether trial_gate(aware, first) (asked before) finds a string in a located line exactly where it finds one
+        in its head `low[:cut + 1]` or in its rest `low[cut:]`, and in the rest exactly where it finds one in the
+        rest's shape (shapes.py): none of its strings covers the location's `:`/`(` and the digit after it
+        (`_PAST_HEAD`: an occurrence in neither part would), and none holds an ASCII digit (a digit-free string is in
+        a text where it is in the text's shape: a digit of the text is a `0` there, and the string takes neither)."""
+        return self._splits.get((aware, first), False)
+
+    def _folded_match(self, matcher: Matcher, folded: str) -> Any:
+        """F's decision (ShapeCache.match). An entry that keeps no rule because the line it was learnt from held
+        one of its aware decider's runs (shapes.py: `needs`) is learnt again from F where F holds none (ShapeCache
+        then keeps the rule, and the lines of F's shape are taken by it: knownfold.py, knownclass.py, instead of
+        each going the long way). An entry learnt from any line of a shape decides every line of it as the plain
+        path does (shapes.py), so which line it is learnt from changes no decision."""
+        cache = self.folded
+        shape = shape_of(folded)
+        entry = cache.entries.get(shape)
+        if entry is not None and entry[2] is None and entry[0] != _END and folded.isascii():
+            runs = cache.contexts.get(entry[0])
+            if runs:
+                low, low_shape = folded.lower(), shape.decode().lower()
+                if not any(r in low or r in low_shape for r in runs):
+                    return cache._learn(matcher, folded, shape)
+        return cache.match(matcher, folded)
 
     def decide(self, matcher: Matcher, text: str) -> Any:
         """matcher.plain_match(text) (unit, rule, match; None where nothing matches), or NOT_FOLDED where `text` has
@@ -258,7 +273,7 @@ class PathFold:
         low = text.lower()
         token, aware = self._head(low[: cut + 1])
         # F's decision first: learning it searches the index for F, which sets located's answer for F's path
-        hit = self.folded.match(matcher, token + text[cut:])
+        hit = self._folded_match(matcher, token + text[cut:])
         self.held, rules = located.answer(low, cut)  # and `located.starts` for this line's path
         first = _END if hit is None else self._unit_of[id(hit[0])]
         try_unit = matcher.held_unit

@@ -4,7 +4,8 @@ While no context, block or join wants the next line (`_want` is 0), Classifier._
 to `_run`, which takes them in order, in one loop with its look-ups made once, until one leaves `_want` above 0 (or
 the candidates end); each line as the scan loop took it before: a raw shape decided SKIP or NOTHING passed over, a
 known plain shape (KnownLines._known_line), a new raw shape by its folded shape (FoldedLines._folded_line), else the
-long way (`_unknown_line`).
+long way (`_unknown_line`). A new raw shape whose head's class and rest's shape were decided before is first learnt
+from them (ClassedLines._learn_by_class, knownclass.py) and then taken as a known line, counted here as below.
 
 Past the display caps (500 findings, 50 locations each) a failing build's error line of a known raw shape costs only
 its count, yet each paid a call of _known_line (seven arguments, the line decoded, the entry unpacked, a dozen
@@ -19,7 +20,10 @@ attribute look-ups). The run counts such a line itself, where all of this holds 
   that ends the waiting finding at once (not a candidate, whole in the chunk, `[` and _PROGRESS_RAW), and is passed
   over, as _known_line does there without the waiting object.
 
-The same lines get the same counts, in the same order. tests/unit/classify/test_known_batch.py compares findings,
+While no finding waits or wants context, no block is open and nothing is told of findings (none of which a line
+counted or passed over changes), `_count_run` takes the lines in a loop of its own, with those tests made once and
+the counts added up and kept when it stops at a line it does not take. The same lines get the same counts, in the
+same order. tests/unit/classify/test_known_batch.py compares findings,
 counts, contexts and line numbers with the counting off (`batch`), and checks that the run counted lines.
 """
 
@@ -28,12 +32,11 @@ from __future__ import annotations
 from typing import Any
 
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
-from legacy_gpu_patch.classify.foldshape import _any_of
 from legacy_gpu_patch.classify.known import NOTHING, SKIP, SLOW
-from legacy_gpu_patch.classify.knownfold import FoldedLines
+from legacy_gpu_patch.classify.knownclass import ClassedLines
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
 from legacy_gpu_patch.classify.normalize import normalize
-from legacy_gpu_patch.classify.rules import holding_no_other
+from legacy_gpu_patch.classify.rules import _any_of, holding_no_other
 from legacy_gpu_patch.classify.shapes import MAX_SHAPES, RAW_TO_ZERO
 
 __all__ = ["BatchLines"]
@@ -42,7 +45,7 @@ _FEW = 6  # digit strings tested by `in`s; more are searched as one trie (_holds
 _HOLDERS: dict[tuple[str, ...], Any] = {}  # _holds_one's test per tuple of digit strings (a pure function of it)
 
 
-class BatchLines(FoldedLines):
+class BatchLines(ClassedLines):
     """The run over a chunk's candidate lines of a Classifier's scan (module docstring)."""
 
     batch = True  # False: _known_line takes every known line (the tests' other way)
@@ -55,52 +58,93 @@ class BatchLines(FoldedLines):
         `counted_pos`, the scan's line numbers being base + counted + 1)."""
         known = self._known
         get = known.get if known is not None else None
-        find, findings, progress = block.find, self._findings, _PROGRESS_RAW.match
-        max_findings, max_occurrences = self.max_findings, self.max_occurrences
         counting = get is not None and self.batch and not self.on_finding
-        holders = _HOLDERS
-        n, pos, taken = len(cands), end, 0
+        by_class = self._learn_by_class if self.classes else None  # a new raw shape of a kept class (knownclass.py)
+        find, n, pos = block.find, len(cands), end
+        while i < n:
+            if counting and self._pending is None and not self._after_open and self._block is None:
+                i, pos, line = self._count_run(block, cands, i, end, get, by_class)
+                if line is None:
+                    break
+                s, hit, e, raw, key, found = line
+            else:
+                s, hit = cands[i]
+                i += 1
+                e = find(b"\n", hit)
+                pos = e + 1
+                raw = block[s:e]
+                found, key = SLOW, b""  # key: the raw shape, where it is still to be learnt (known.py)
+                if get is not None:  # a raw shape decided before
+                    key = raw.translate(RAW_TO_ZERO)
+                    found = get(key)
+                    if found is None and by_class is not None:
+                        found = by_class(raw, key)
+                    if found is SKIP or found is NOTHING:
+                        continue
+            pos, counted, counted_pos = self._take(block, cands, i, s, e, hit, raw, key, found, plain, base,
+                                                   counted, counted_pos, end)
+            if self._want > 0:
+                break
+        return i, pos, counted, counted_pos
+
+    def _count_run(self, block: bytes, cands: list[tuple[int, int]], i: int, end: int, get: Any, by_class: Any
+                   ) -> tuple[int, int, tuple[int, int, int, bytes, bytes, Any] | None]:
+        """Pass over or count the candidate lines cands[i:] that a decided raw shape lets the run take itself (no
+        finding waits or wants context, no block is open, nothing is told of findings: none of which a line taken
+        here changes), until one that it does not: returns (the index past it, where the scan goes on, (its start,
+        its trigger, its end, the line, its raw shape, its known entry or None) or None where the candidates ran
+        out). The counts are _count_capped's, added up here and kept at the end."""
+        find, findings, progress, holders = block.find, self._findings, _PROGRESS_RAW.match, _HOLDERS
+        max_findings, max_occurrences = self.max_findings, self.max_occurrences
+        n, pos, taken, errors, warnings, dropped = len(cands), end, 0, 0, 0, 0
+        line = None
         while i < n:
             s, hit = cands[i]
             i += 1
             e = find(b"\n", hit)
             pos = e + 1
             raw = block[s:e]
-            found: Any = SLOW
-            key = b""  # the raw shape, where it is still to be learnt (known.py)
-            if get is not None:  # a raw shape decided before
-                key = raw.translate(RAW_TO_ZERO)
-                found = get(key)
-                if found is SKIP or found is NOTHING:
-                    continue
-                if (counting and found.__class__ is tuple and found[0] is not None and found[5] is not None
-                        and self._pending is None and not self._after_open and self._block is None):
-                    rule, _, _, waits, tests, (k0, k1), quoted = found
-                    if tests or quoted:
-                        text = raw.decode("ascii")
-                        if quoted:
-                            text = text.replace("`", "'")
-                        ok = not (tests and _holds_one(text.lower(), tests, holders))
-                        name = text[k0:k1]
+            key = raw.translate(RAW_TO_ZERO)
+            found = get(key)
+            if found is None and by_class is not None:
+                found = by_class(raw, key)
+            if found is SKIP or found is NOTHING:
+                continue
+            if found.__class__ is tuple and found[0] is not None and found[5] is not None:
+                rule, _, _, waits, tests, (k0, k1), quoted = found
+                if tests or quoted:
+                    text = raw.decode("ascii")
+                    if quoted:
+                        text = text.replace("`", "'")
+                    ok = not (tests and _holds_one(text.lower(), tests, holders))
+                    name = text[k0:k1]
+                else:
+                    ok, name = True, raw[k0:k1].decode("ascii")
+                finding = findings.get((rule.id, name)) if ok else None
+                if ok and waits:  # only where the progress line after it ends the waiting finding at once
+                    ok = (pos < end and (i >= n or cands[i][0] != pos) and block[pos] == 91
+                          and progress(block, pos, pos + 256) is not None)
+                if ok and (len(finding.occurrences) >= max_occurrences if finding is not None
+                           else len(findings) >= max_findings):
+                    if waits:  # that progress line is passed over
+                        pos = find(b"\n", pos) + 1
+                    if rule.severity == "error":  # the counts of a finding past the caps (_count_capped)
+                        errors += 1
                     else:
-                        ok, name = True, raw[k0:k1].decode("ascii")
-                    finding = findings.get((rule.id, name)) if ok else None
-                    if ok and waits:  # only where the progress line after it ends the waiting finding at once
-                        ok = (pos < end and (i >= n or cands[i][0] != pos) and block[pos] == 91
-                              and progress(block, pos, pos + 256) is not None)
-                    if ok and (len(finding.occurrences) >= max_occurrences if finding is not None
-                               else len(findings) >= max_findings):
-                        if waits:  # that progress line is passed over
-                            pos = find(b"\n", pos) + 1
-                        self._count_capped(rule, finding)
-                        taken += 1
-                        continue
-            pos, counted, counted_pos = self._take(block, cands, i, s, e, hit, raw, key, found, plain, base,
-                                                   counted, counted_pos, end)
-            if self._want > 0:
-                break
+                        warnings += 1
+                    if finding is None:
+                        dropped += 1
+                    else:
+                        finding.count += 1
+                    taken += 1
+                    continue
+            line = s, hit, e, raw, key, found
+            break
+        self.errors += errors
+        self.warnings += warnings
+        self.dropped += dropped
         self.batched += taken
-        return i, pos, counted, counted_pos
+        return i, pos, line
 
     def _take(self, block: bytes, cands: list[tuple[int, int]], i: int, s: int, e: int, hit: int, raw: bytes,
               key: bytes, found: Any, plain: bool, base: int, counted: int, counted_pos: int, end: int
@@ -142,7 +186,7 @@ class BatchLines(FoldedLines):
 
 def _holds_one(low: str, tests: tuple[str, ...], holders: dict[tuple[str, ...], Any]) -> bool:
     """Whether `low` holds one of `tests` (an entry's digit strings): a loop of `in`s over those holding no other
-    (`c2672` is held where `672` is), or, for more than _FEW of them, one search of their trie (foldshape._any_of:
+    (`c2672` is held where `672` is), or, for more than _FEW of them, one search of their trie (rules._any_of:
     ~0.8 us against ~1.1-1.7 us for cuSPARSE's 13 and no-matching-function's 15 strings). Per tests tuple, once."""
     found: Any = holders.get(tests)
     if found is None:

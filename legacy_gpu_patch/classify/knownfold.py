@@ -11,20 +11,22 @@ as PathFold.decide would, where all of this holds (else the long way, as before)
   no longer than MATCH_WINDOW, with a location (pathfold.location_path), and the raw fast path does not decide it
   (Matcher._raw_decided, run on it);
 - its folded line `F = token + line[cut:]` (the token of its head: PathFold._head) has an entry in the folded
-  shape cache, which decides every line of F's shape alike where the line holds none of the entry's digit strings
-  (known._strings: the runs of its aware digit units and its needs; tested on F); a block rule or an aware digit
-  unit that decided the learnt line takes the long way;
+  shape cache (learnt here where missing, as PathFold.decide learns it: `_folded_entry`), which decides every
+  line of F's shape alike where the line holds none of the entry's digit strings (known._strings: the runs of its
+  aware digit units and its needs; tested on F); a block rule or an aware digit unit that decided the learnt line
+  takes the long way;
 - the units aware on its head (PathFold: not proven, or a context in either head) are tried on the line itself,
   in order, before F's decider: where one matches, the long way decides; where the decider is aware, its match on
   the line is the one taken (and where it misses, the long way decides).
 
 The finding is then the entry's, with its spans shifted by `cut - len(token)` (known to lie past the token:
-foldshape._shifted), counted, recorded or left waiting as Collector._classify and KnownLines._known_line do. The
+casefold._shifted), counted, recorded or left waiting as Collector._classify and KnownLines._known_line do. The
 line's raw shape is learnt, so that its next lines are known lines (~2 us): straight from this decision where its
 path holds no digit (every line of the raw shape has this path), the aware units tried are digit-blind and no digit
 string of the entry can start in the fold token (`_learn_folded`); else as the long way learns it (a shape-cache
-entry: ShapeCache.store; then KnownLines._learn_known). tests/unit/classify/test_known_folded.py compares findings,
-counts and contexts with the long way.
+entry: ShapeCache.store; then KnownLines._learn_known). Where it was learnt straight, and the gate found nothing,
+the decision is also kept for the lines of the head's class and the rest's shape (knownclass.py).
+tests/unit/classify/test_known_folded.py compares findings, counts and contexts with the long way.
 """
 
 from __future__ import annotations
@@ -32,10 +34,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from legacy_gpu_patch.classify.casefold import SpanMatch
+from legacy_gpu_patch.classify.casefold import SpanMatch, _shifted
 from legacy_gpu_patch.classify.collect import WRAP_MIN, _Pending
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
-from legacy_gpu_patch.classify.foldshape import _shifted
 from legacy_gpu_patch.classify.known import NOTHING, QUOTED, KnownLines, _key_span, _strings, plain_shape
 from legacy_gpu_patch.classify.knowndigits import digits_follow
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
@@ -61,27 +62,10 @@ class FoldedLines(KnownLines):
         if shapes is None or shapes.fold is None or shapes.fold._location_path is None or len(raw) > MATCH_WINDOW:
             return -1
         fold = shapes.fold
-        plain = plain_shape(raw)
-        if not plain:
+        read = self._folded_entry(fold, raw)
+        if read is None:
             return -1
-        location = self._location
-        if location is None:
-            from legacy_gpu_patch.classify.pathfold import _LOCATION
-
-            location = type(self)._location = re.compile(_LOCATION.pattern.encode()).match
-        found = location(raw)
-        if found is None or self._raw_skipped(raw, True):
-            return -1
-        cut = found.end()
-        text = raw.decode("ascii")
-        if plain == QUOTED:
-            text = text.replace("`", "'")
-        low = text.lower()
-        token, aware = fold._head(low[: cut + 1])
-        rest = raw[cut:] if plain != QUOTED else raw[cut:].translate(_BACKQUOTE)
-        entry = fold.folded.entries.get(token.encode() + rest.translate(RAW_TO_ZERO))
-        if entry is None:
-            return -1
+        plain, cut, text, low, token, aware, entry = read
         first, _, rule, regex, spans, _ = entry
         derived = self._derived(entry)  # what the entry alone decides, worked out once per entry
         kept, shifts = derived[1], derived[2]
@@ -92,9 +76,16 @@ class FoldedLines(KnownLines):
             for t in kept:
                 if t in folded and not (t in self._harmless_strings() and digits_follow(folded, t)):
                     return -1  # (a string harmless where a digit follows it: knowndigits.py)
-        hit = self._aware_first(fold, text, low, cut, aware, first)
-        if hit is None:
-            return -1
+        gate = fold.trial_gate(self, aware, first)
+        if gate is not None and gate(low) is None:  # the line selects none of the units: none is tried
+            fold.held = None  # the index's answer, asked below where the shape's entry needs it
+            if first in aware:
+                return -1  # an aware decider the line's literals do not select: the long way
+            hit: Any = True
+        else:
+            gate, hit = None, self._aware_tried(fold, text, low, cut, aware, first)
+            if hit is None:
+                return -1
         if hit is True and rule is not None:  # F's decider decides the line, its spans shifted
             moved = shifts.get((cut, len(token)), False)
             if moved is False:
@@ -104,7 +95,10 @@ class FoldedLines(KnownLines):
             hit = rule, SpanMatch(regex, text, moved)
         # the line's raw shape learnt, so that its next lines are known lines: straight from this decision where it
         # holds for them all, else as the long way learns it (shapes.py, known.py)
-        if not self._learn_folded(fold, key, raw, plain, low[: cut + 1], token + low[cut], aware, first, kept, hit):
+        if self._learn_folded(fold, key, raw, plain, low[: cut + 1], token + low[cut], aware, first, kept, hit):
+            if gate is not None:  # and kept for the lines of its head's class and its rest's shape (knownclass.py)
+                self._keep_class(fold, raw, key, cut, token, aware, entry, gate)
+        else:
             shape = key if plain != QUOTED else key.translate(_BACKQUOTE)
             held = fold.held if fold.held is not None else self._located.answer(low, cut)[0]
             shapes.store(text, shape, None if hit is True else (first, hit[0], hit[1]), held)
@@ -113,10 +107,46 @@ class FoldedLines(KnownLines):
             return nxt
         return self._take_folded(hit[0], hit[1], lineno, text, block, s, nxt, progress_next)
 
+    def _folded_entry(self, fold: Any, raw: bytes) -> tuple[int, int, str, str, str, frozenset[int], Any] | None:
+        """(plain_shape, the location's cut, the text, lowered, the fold token, the units aware on the head, the
+        folded entry) of a plain located line that the raw fast path does not decide, whose folded shape has an
+        entry; else None."""
+        plain = plain_shape(raw)
+        if not plain:
+            return None
+        location = self._location
+        if location is None:
+            from legacy_gpu_patch.classify.pathfold import _LOCATION
+
+            location = type(self)._location = re.compile(_LOCATION.pattern.encode()).match
+        found = location(raw)
+        if found is None or self._raw_skipped(raw, True):
+            return None
+        cut = found.end()
+        text = raw.decode("ascii")
+        if plain == QUOTED:
+            text = text.replace("`", "'")
+        low = text.lower()
+        token, aware = fold._head(low[: cut + 1])
+        rest = raw[cut:] if plain != QUOTED else raw[cut:].translate(_BACKQUOTE)
+        shape = token.encode() + rest.translate(RAW_TO_ZERO)
+        entry = fold.folded.entries.get(shape)
+        if entry is None:  # F's shape learnt here, as PathFold.decide learns it on the long way (exact for F)
+            fold._folded_match(self, token + text[cut:])
+            entry = fold.folded.entries.get(shape)
+            if entry is None:
+                return None
+        return plain, cut, text, low, token, aware, entry
+
+    def _keep_class(self, fold: Any, raw: bytes, key: bytes, cut: int, token: str, aware: frozenset[int], entry: Any,
+                    gate: Any) -> None:
+        """Where a line's decision holds for the lines of its head's class and its rest's shape: kept for them
+        (knownclass.ClassedLines; nothing here)."""
+
     def _derived(self, entry: Any) -> tuple[Any, tuple[str, ...] | None, dict[tuple[int, int], Any]]:
         """(entry, its digit strings (known._strings) or None where the long way decides every line of F's shape (a
         string always tried, an aware digit unit that decided, a block rule), its spans shifted per (cut, token
-        length): foldshape._shifted). Kept per entry by its id, the entry with it (an id is reused only once the
+        length): casefold._shifted). Kept per entry by its id, the entry with it (an id is reused only once the
         entry is gone): a folded shape's lines are mostly of new raw shapes, and each paid these again (the hash of
         the entry's nested tuples, a Python loop over its spans)."""
         memo = self._entry_memo
@@ -147,11 +177,7 @@ class FoldedLines(KnownLines):
         if known is None or raw_shapes is None or shapes is None or raw_shapes.get(key) is not False:
             return False  # known lines off, or not the shape _raw_skipped just decided (its table started again)
         memo = fold.memo  # the tests that do not depend on the line, per path, and per units and strings
-        alike = memo.get(path)
-        if alike is None:
-            shape = path.translate(TEXT_TO_ZERO)
-            alike = memo[path] = not any(s in shape for s in fold.digit_shapes)
-        ok = memo.get((aware, first, kept, head)) if alike else False
+        ok = memo.get((aware, first, kept, head)) if _path_alike(fold, path) else False
         if ok is None:
             ok = memo[aware, first, kept, head] = not any(u <= first for u in aware & shapes.units) and not any(
                 head.endswith(t[:j]) for t in kept for j in range(1, len(t)))
@@ -171,14 +197,11 @@ class FoldedLines(KnownLines):
         known[key] = found
         return True
 
-    def _aware_first(self, fold: Any, text: str, low: str, cut: int, aware: frozenset[int], first: int) -> Any:
-        """The units aware on the line's head, tried on the line before F's decider `first`: True where none
-        matches and the decider is not aware; the decider's match on the line where it is aware and matches;
-        None (the long way decides) where an earlier one matches, or the aware decider misses or is not selected."""
-        gate = fold.trial_gate(self, aware, first)
-        if gate is not None and gate(low) is None:  # the line selects none of the units: none is tried
-            fold.held = None  # the index's answer, asked below where the shape's entry needs it
-            return None if first in aware else True
+    def _aware_tried(self, fold: Any, text: str, low: str, cut: int, aware: frozenset[int], first: int) -> Any:
+        """The units aware on the line's head, tried on the line before F's decider `first` (where the line holds
+        one of the strings of trial_gate): True where none matches and the decider is not aware; the decider's
+        match on the line where it is aware and matches; None (the long way decides) where an earlier one matches,
+        or the aware decider misses or is not selected."""
         held, rules = self._located.answer(low, cut)  # and `_located.starts` for this line's path
         fold.held = held  # for the line's shape entry (ShapeCache.store)
         try_unit = self.held_unit
@@ -209,3 +232,15 @@ class FoldedLines(KnownLines):
             nxt = block.find(b"\n", nxt) + 1
         self._record(rule, m, lineno, text, self._before(block, s, self.context_before))
         return nxt
+
+
+def _path_alike(fold: Any, path: str) -> bool:
+    """Whether every path of `path`'s shape (lowered, with its `:`/`(`) holds the units' contexts `path` holds: none
+    holding a digit has its shape in the path's shape (a string without one is in every path of the shape alike).
+    Kept per path in fold.memo."""
+    memo = fold.memo
+    alike = memo.get(path)
+    if alike is None:
+        shape = path.translate(TEXT_TO_ZERO)
+        alike = memo[path] = not any(s in shape for s in fold.digit_shapes)
+    return alike

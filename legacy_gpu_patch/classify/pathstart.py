@@ -26,10 +26,14 @@ Anything else (a capturing group, a look-ahead before the repeat, an item the wa
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import Any
 
-from legacy_gpu_patch.classify.fastpath import _sre_constants
+from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
 from legacy_gpu_patch.classify.pathfold import (
+    _ALPHABET,
+    _OPEN,
     _PATH,
     STARTS_TAIL,
     _charset,
@@ -40,7 +44,7 @@ from legacy_gpu_patch.classify.pathfold import (
     _walk,
 )
 
-__all__ = ["alike"]
+__all__ = ["alike", "path_decides"]
 
 _MAX_PARTS = 256  # parts followed before giving up (a pattern of many optionals)
 
@@ -114,3 +118,73 @@ def _takes_path(item: Any, icase: bool) -> bool:
     if op is c.NOT_LITERAL:
         return not _literal(av, icase) & _PATH
     return _charset(av, icase) >= _PATH
+
+
+@lru_cache(maxsize=8)
+def path_decides(regex: re.Pattern[Any]) -> bool:
+    """Whether `regex.match(T)` finds a match or not alike on every located line `T = PATH + TAIL + R` of one PATH,
+    whatever its TAIL and R (the raw fast path's regex, Matcher._raw_decided: knownclass.py). False when not proven.
+
+    A match exists where one of its threads matches; `_sequences` writes the pattern out as the threads' item lists
+    (alternations and plain groups expanded; a leading `[ \\t]*`-like repeat of characters no PATH starts with takes
+    nothing at 0, PATH's first character being a PATH character). Each list is *dead* (pathfold's walk from
+    STARTS_TAIL: no match from 0 gets through PATH and the whole TAIL, so it matches no located line) or a run of
+    one-character items none of which takes the TAIL's `:`/`(`: such a run of k items matches T only where k <=
+    len(PATH) (the item at len(PATH) would have to take the TAIL's first character), and then reads PATH alone.
+    Atomic groups and possessive repeats are left as items: only a dead list may hold one (they only take matches
+    away), and a back-reference is not followed by the walk (not proven)."""
+    c = _sre_constants
+    icase = bool(regex.flags & re.IGNORECASE)
+    try:
+        items = list(_sre_parse.parse(regex.pattern, regex.flags))
+        if items and items[0][0] in (c.MAX_REPEAT, c.MIN_REPEAT) and items[0][1][0] == 0:
+            body = list(items[0][1][2])
+            took = _one_char(body[0], icase) if len(body) == 1 else None
+            if took is not None and not took & _PATH:
+                items = items[1:]  # it takes nothing of a located line at 0
+        return all(_in_path(seq, icase) or _dead(seq, icase) for seq in _sequences(items, [0]))
+    except Exception:  # _TooMany, pathfold's _NotProven, a surprise of an internal module: not proven
+        return False
+
+
+def _one_char(item: Any, icase: bool) -> frozenset[str] | None:
+    """The characters of pathfold's alphabet a one-character item takes; None for any other item."""
+    c = _sre_constants
+    op, av = item
+    if op is c.LITERAL:
+        return _literal(av, icase)
+    if op is c.NOT_LITERAL:
+        return _ALPHABET - _literal(av, icase)
+    if op is c.IN:
+        return _charset(av, icase)
+    if op is c.ANY:
+        return _ALPHABET
+    return None
+
+
+def _in_path(seq: list[Any], icase: bool) -> bool:
+    """Whether `seq` is a run of one-character items none of which takes a `:` or `(` (path_decides)."""
+    for item in seq:
+        took = _one_char(item, icase)
+        if took is None or took & _OPEN:
+            return False
+    return True
+
+
+def _sequences(items: list[Any], count: list[int]) -> list[list[Any]]:
+    """The item lists of `items`' threads: each alternation and each group that sets no flags written out (a
+    capture changes no thread's reading). Raises _TooMany past _MAX_PARTS lists."""
+    c = _sre_constants
+    out: list[list[Any]] = [[]]
+    for op, av in items:
+        if op is c.BRANCH:
+            alts = [s for alt in av[1] for s in _sequences(list(alt), count)]
+        elif op is c.SUBPATTERN and not av[1] and not av[2]:
+            alts = _sequences(list(av[3]), count)
+        else:
+            alts = [[(op, av)]]
+        out = [[*head, *alt] for head in out for alt in alts]
+        count[0] += len(out)
+        if count[0] > _MAX_PARTS * 16:
+            raise _TooMany
+    return out

@@ -150,6 +150,8 @@ class Prepared:
     # (pathcontext.start_contexts; None: not proven, the whole line is searched; () for a rule set not shipped)
     starts: tuple[Optional[tuple[str, ...]], ...] = ()
     led: tuple[tuple[Optional[str], Optional[str]], ...] = ()  # per rule, `gates` and lowered as searched (led_gates)
+    # the raw fast path's regex finds a match in a located line alike for every line of its path (pathstart.py)
+    raw_path_decides: bool = False
 
 
 def _lead_plan(rules: Sequence[Rule], lead: int) -> tuple[LeadStep, ...]:
@@ -221,6 +223,7 @@ def _raw_path_blind(skip: re.Pattern[bytes]) -> bool:
 def prepare(rules: RuleSet) -> Prepared:
     """Everything Prepared holds, read from the patterns (every rule's pattern is compiled here)."""
     from legacy_gpu_patch.classify.pathcontext import start_contexts  # here: a start with the cache filled needs none
+    from legacy_gpu_patch.classify.pathstart import path_decides
 
     plan = _lead_plan(rules.rules, rules.lead)
     gates = []
@@ -243,6 +246,7 @@ def prepare(rules: RuleSet) -> Prepared:
         lead=plan,
         raw_skip=raw_skip,
         raw_blind=raw_skip is not None and _raw_path_blind(re.compile(raw_skip)),
+        raw_path_decides=raw_skip is None or path_decides(re.compile(raw_skip)),
         factors=factors,
         gates=tuple(gates),
         aware=aware,
@@ -257,7 +261,7 @@ def prepare(rules: RuleSet) -> Prepared:
 def _code() -> list[Path]:
     here = Path(__file__).resolve().parent
     return [here / name for name in ("prepare.py", "fastpath.py", "keygate.py", "shapes.py", "normalize.py",
-                                       "casefold.py", "pathfold.py", "pathcontext.py")]
+                                       "casefold.py", "pathfold.py", "pathcontext.py", "pathstart.py")]
 
 
 @lru_cache(maxsize=8)

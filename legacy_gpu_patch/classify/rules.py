@@ -159,6 +159,21 @@ def holding_no_other(strings: Iterable[AnyStr]) -> list[AnyStr]:
     return [t for t in items if not any(o != t and o in t for o in items)]
 
 
+def _never(text: str) -> None:
+    """A search that finds nothing (trial_gate, where no aware unit comes before the decider)."""
+    return None
+
+
+def _any_of(strings: set[str]) -> Any:
+    """A search that finds something exactly where the text holds one of `strings` (_never: none): a trie of those
+    that hold no other (a string holding another is found through it), so that sre tries the next character of a
+    branch, not each string in turn at each position (~1.7 us a line, against ~3.5 us for the flat alternation)."""
+    from legacy_gpu_patch.classify.prepare import _trie
+
+    least = sorted(holding_no_other(strings))
+    return re.compile(_trie(least)).search if least else _never
+
+
 def distinct_triggers(triggers: Sequence[str]) -> tuple[bytes, ...]:
     """The triggers as bytes, each once, without those that hold another one (a line holding `is undefined` holds
     `ndefined`: searching both would be one more pass over the log for no line more)."""

@@ -20,11 +20,13 @@ from test_pathfold import TAILS, message_lines
 from test_shapes import dense_log
 
 from legacy_gpu_patch.classify import foldshape
+from legacy_gpu_patch.classify.casefold import _shifted
 from legacy_gpu_patch.classify.classifier import Classifier, load_rules
-from legacy_gpu_patch.classify.foldshape import PathFold, _shifted, unit_contexts
+from legacy_gpu_patch.classify.foldshape import PathFold, unit_contexts
 from legacy_gpu_patch.classify.match import Matcher
 from legacy_gpu_patch.classify.pathfold import location_path
 from legacy_gpu_patch.classify.prepare import PLAIN_LINES, prepared
+from legacy_gpu_patch.classify.rules import _any_of, _never
 from legacy_gpu_patch.classify.shapes import NOT_FOLDED
 
 # paths a rule could read: its literals (`torch`, `cuda`, `imp`, `std`, `cudnn`, `thc`, `nose`), its contexts
@@ -166,6 +168,8 @@ def test_findings_with_the_folded_shape_are_the_plain_paths(tmp_path: Path, monk
                 messy_log(6, 400_000)):
         want = _summary(log, False)
         assert _summary(log, True) == want
+        # without known lines every new shape is decided here (with them, most are taken by knownfold/knownclass)
+        assert _summary(log, True, known_lines=False) == want
         assert _summary(log, True, max_findings=7, max_occurrences=2) == _summary(log, False, max_findings=7,
                                                                                   max_occurrences=2)
     assert calls["folded"] > 5_000
@@ -209,7 +213,7 @@ def test_the_trial_gate_finds_a_string_exactly_where_the_flat_alternation_does()
     sets = [set(base), set(base[:-1]), {"ab", "abc", "b"}, {""}, {"x"}, set(rnd.sample(base, 5))]
     for strings in sets:
         flat = re.compile("|".join(map(re.escape, sorted(strings)))).search
-        gate = foldshape._any_of(strings)
+        gate = _any_of(strings)
         pieces = [*strings, *(s[: len(s) // 2] for s in strings), *(s[len(s) // 2 :] for s in strings), " ", "w",
                   "(", "/src/a.cpp:1:2: ", "é"]
         found = 0
@@ -218,4 +222,4 @@ def test_the_trial_gate_finds_a_string_exactly_where_the_flat_alternation_does()
             assert (gate(line) is None) is (flat(line) is None), (strings, line)
             found += flat(line) is not None
         assert 0 < found < 3000 or strings == {""}
-    assert foldshape._any_of(set()) is foldshape._never
+    assert _any_of(set()) is _never
