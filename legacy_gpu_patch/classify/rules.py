@@ -121,7 +121,11 @@ def _default_rules() -> RuleSet:
     from legacy_gpu_patch.classify.rulecache import cached, code_files
 
     files = tuple(rule_files())
-    return cached("rules", [*files, *code_files()], lambda: _load(files, shipped=True))
+    found = cached("rules", [*files, *code_files()], lambda: _load(files, shipped=True))
+    # The cache is shared by every checkout and install of the same rules and code, and its copy names the files of
+    # the one that wrote it, which may be gone since: the caches keyed on top of it read this checkout's files.
+    here = tuple(str(f) for f in files)
+    return found if found.files == here else replace(found, files=here)
 
 
 def _compile_all(parsed: Parsed, shipped: bool) -> tuple[list[Rule], int]:

@@ -117,3 +117,23 @@ def test_what_is_read_of_the_patterns_is_cached_equal_to_a_fresh_reading(cache_d
         assert (p.index.source, p.index.always, p.index.implied) == (
             fresh.index.source, fresh.index.always, fresh.index.implied)
     assert fresh.aware and len(fresh.gates) == len(shipped.rules) == len(fresh.led)
+
+
+def test_a_rule_set_cached_by_another_checkout_names_this_checkouts_files(cache_dir: Path) -> None:
+    """The cache is shared by checkouts of the same rules and code (one digest): a copy written by a checkout since
+    deleted must not hand its file names on, or every cache keyed on them (prepare, foldshape, the harmless digit
+    strings) finds nothing to read and is built again at every start."""
+    from dataclasses import replace
+
+    files = tuple(rules.rule_files())
+    sources = [*files, *rulecache.code_files()]
+    gone = tuple(f"/gone/checkout/{f.name}" for f in files)
+    rulecache.cached("rules", sources, lambda: replace(rules._load(files, shipped=True), files=gone))
+    assert rulecache.cached("rules", sources, lambda: pytest.fail("read back")).files == gone  # as stored
+    rules._default_rules.cache_clear()
+    try:
+        loaded = rules.load_rules()
+    finally:
+        rules._default_rules.cache_clear()
+    assert loaded.files == tuple(str(f) for f in files) and loaded.shipped
+    assert all(Path(f).is_file() for f in loaded.files)
