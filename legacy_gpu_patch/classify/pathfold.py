@@ -189,6 +189,21 @@ def _read_tail(state: tuple[Any, ...], chars: frozenset[str]) -> set[Any]:
     return {("tail", name) for ch, name in ((":", "c1"), ("(", "p1")) if ch in chars}
 
 
+def _one_char(item: Any, icase: bool) -> frozenset[str] | None:
+    """The characters of the alphabet a one-character item takes; None for any other item."""
+    c = _sre_constants
+    op, av = item
+    if op is c.LITERAL:
+        return _literal(av, icase)
+    if op is c.NOT_LITERAL:
+        return _ALPHABET - _literal(av, icase)
+    if op is c.IN:
+        return _charset(av, icase)
+    if op is c.ANY:
+        return _ALPHABET
+    return None
+
+
 def _walk(items: Any, states: frozenset[Any], icase: bool) -> frozenset[Any]:
     """The states a match starting inside PATH can be in after the items (from `states`); empty: it cannot get
     this far. Zero-width items are passed over (a match meets them and more conditions: the safe side)."""
@@ -196,14 +211,9 @@ def _walk(items: Any, states: frozenset[Any], icase: bool) -> frozenset[Any]:
     for op, av in items:
         if not states:
             return states
-        if op is c.LITERAL:
-            states = _read(states, _literal(av, icase))
-        elif op is c.NOT_LITERAL:
-            states = _read(states, _ALPHABET - _literal(av, icase))
-        elif op is c.ANY:
-            states = _read(states, _ALPHABET)
-        elif op is c.IN:
-            states = _read(states, _charset(av, icase))
+        took = _one_char((op, av), icase)
+        if took is not None:
+            states = _read(states, took)
         elif op in (c.AT, c.ASSERT, c.ASSERT_NOT):
             continue
         elif op is c.SUBPATTERN:  # (group, flags added, flags removed, items): `(?i:...)` changes the case

@@ -32,13 +32,13 @@ from typing import Any
 
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
 from legacy_gpu_patch.classify.pathfold import (
-    _ALPHABET,
     _OPEN,
     _PATH,
     STARTS_TAIL,
     _charset,
     _literal,
     _may_start_in_path,
+    _one_char,
     _PastPath,
     _reads_back,
     _walk,
@@ -145,21 +145,6 @@ def path_decides(regex: re.Pattern[Any]) -> bool:
         return all(_in_path(seq, icase) or _dead(seq, icase) for seq in _sequences(items, [0]))
     except Exception:  # _TooMany, pathfold's _NotProven, a surprise of an internal module: not proven
         return False
-
-
-def _one_char(item: Any, icase: bool) -> frozenset[str] | None:
-    """The characters of pathfold's alphabet a one-character item takes; None for any other item."""
-    c = _sre_constants
-    op, av = item
-    if op is c.LITERAL:
-        return _literal(av, icase)
-    if op is c.NOT_LITERAL:
-        return _ALPHABET - _literal(av, icase)
-    if op is c.IN:
-        return _charset(av, icase)
-    if op is c.ANY:
-        return _ALPHABET
-    return None
 
 
 def _in_path(seq: list[Any], icase: bool) -> bool:
