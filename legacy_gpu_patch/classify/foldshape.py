@@ -70,17 +70,14 @@ def unit_contexts(rules: RuleSet, lead: tuple[Any, ...]) -> _Units:
 
 def shipped_contexts(rules: RuleSet, lead: tuple[Any, ...]) -> _Units:
     """unit_contexts(); for the shipped rule set, from the lgpatch cache (the proofs read every pattern: ~0.1 s)."""
-    if not rules.shipped:
-        return unit_contexts(rules, lead)
     from pathlib import Path
 
-    from legacy_gpu_patch.classify.rulecache import cached, code_files
+    from legacy_gpu_patch.classify.rulecache import cached_for
 
     here = Path(__file__).resolve().parent
     code = [here / name for name in ("foldshape.py", "pathfold.py", "pathcontext.py", "pathstart.py",
                                         "prepare.py")]
-    return cached("foldshape", [Path(f) for f in rules.files] + code_files() + code,
-                  lambda: unit_contexts(rules, lead))
+    return cached_for(rules, "foldshape", code, lambda: unit_contexts(rules, lead))
 
 
 class PathFold:

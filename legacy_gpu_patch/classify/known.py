@@ -164,22 +164,15 @@ class KnownLines(LineReader):
         the shipped rules, kept in the rule cache: reading the patterns costs ~0.01 s a process)."""
         found = self._harmless
         if found is None:
-            from legacy_gpu_patch.classify.prepare import prepared
+            from pathlib import Path
 
-            def build() -> frozenset[str]:
-                return harmless_strings(self.rules, prepared(self.rules).lead, self._aware_runs)
+            from legacy_gpu_patch.classify.prepare import _code, prepared
+            from legacy_gpu_patch.classify.rulecache import cached_for
 
-            if self.rules.shipped:
-                from pathlib import Path
-
-                from legacy_gpu_patch.classify.prepare import _code
-                from legacy_gpu_patch.classify.rulecache import cached, code_files
-
-                here = Path(__file__).resolve().parent
-                sources = [Path(f) for f in self.rules.files] + code_files() + _code() + [here / "knowndigits.py"]
-                found = self._harmless = cached("harmless", sources, build)
-            else:
-                found = self._harmless = build()
+            here = Path(__file__).resolve().parent
+            found = self._harmless = cached_for(
+                self.rules, "harmless", [*_code(), here / "knowndigits.py"],
+                lambda: harmless_strings(self.rules, prepared(self.rules).lead, self._aware_runs))
         return found
 
     def _count_capped(self, rule: Any, finding: Any) -> None:

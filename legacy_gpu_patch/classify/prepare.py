@@ -267,12 +267,9 @@ def _code() -> list[Path]:
 @lru_cache(maxsize=8)
 def prepared(rules: RuleSet) -> Prepared:
     """prepare(rules); for the shipped rule set, from the cache (made when it is missing or stale)."""
-    if not rules.shipped:
-        return prepare(rules)
-    from legacy_gpu_patch.classify.rulecache import cached, code_files
+    from legacy_gpu_patch.classify.rulecache import cached_for
 
-    sources = [Path(f) for f in rules.files] + code_files() + _code()
-    return cached("prepared", sources, lambda: prepare(rules))
+    return cached_for(rules, "prepared", _code(), lambda: prepare(rules))
 
 
 _Step = tuple[Rule, Optional[list[tuple[int, Rule]]], Callable[[str], Optional["re.Match[str]"]]]

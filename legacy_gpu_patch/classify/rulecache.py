@@ -18,11 +18,14 @@ import pickle
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from legacy_gpu_patch import __version__
 
-__all__ = ["cache_folder", "cached", "code_files"]
+if TYPE_CHECKING:  # pragma: no cover - typing only (rules.py imports this module)
+    from legacy_gpu_patch.classify.rules import RuleSet
+
+__all__ = ["cache_folder", "cached", "cached_for", "code_files"]
 
 T = TypeVar("T")
 KEEP = 8  # cache files kept per name (other checkouts, other versions)
@@ -73,6 +76,14 @@ def cached(name: str, sources: Sequence[Path], build: Callable[[], T]) -> T:
     value = build()
     _store(cache, name, value)
     return value
+
+
+def cached_for(rules: RuleSet, name: str, code: Sequence[Path], build: Callable[[], T]) -> T:
+    """build() of something read from `rules`; for the shipped rule set, cached() under `name`, keyed on its rule
+    files, the code that reads them (code_files) and `code` (the modules the build runs)."""
+    if not rules.shipped:
+        return build()
+    return cached(name, [Path(f) for f in rules.files] + code_files() + list(code), build)
 
 
 def _store(cache: Path, name: str, value: object) -> None:
