@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from test_grep_accelerator import FIXTURES, bench_logs, messy_log, summary
-from test_known_folded import _located_log
+from test_known_folded import _located_log, heard
 from test_line_shortcuts import _pending_heavy_log
 from test_shapes import dense_log
 
@@ -85,12 +85,9 @@ def test_the_run_of_known_lines_counts_as_the_scan_loops_turn(tmp_path: Path, ca
 
 def test_the_run_is_off_where_a_live_display_hears_of_each_finding(tmp_path: Path) -> None:
     log = bench_logs(tmp_path, 1_000_000)[1]
-    seen: dict[bool, list[tuple[str, int, bool]]] = {True: [], False: []}
+    seen: dict[bool, list[tuple[str, int, bool]]] = {}
     for on in (True, False):
-        c = Classifier(max_findings=40, max_occurrences=3)
-        c.batch = on
-        c.on_finding = lambda f, new, on=on: seen[on].append((f.key, f.count, new))
-        classify_stream(io.BytesIO(log), c)
+        seen[on], c = heard(log, 40, batch=on)
         assert c.batched == 0
     assert seen[True] == seen[False] and len(seen[True]) >= 40
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from test_foldshape import PATH_DECIDES, PATHS, _located_lines
 from test_grep_accelerator import FIXTURES, bench_logs, messy_log, summary
-from test_known_folded import _located_log
+from test_known_folded import _located_log, heard
 from test_line_shortcuts import _pending_heavy_log
 from test_pathfold import TAILS, message_lines
 from test_shapes import dense_log
@@ -98,13 +98,8 @@ def test_a_line_learnt_by_its_head_class_is_found_as_the_folded_and_the_long_way
 
 def test_a_live_display_hears_of_a_line_learnt_by_its_class_as_of_the_folded_ways() -> None:
     log = _class_log(4, 8_000)
-    seen: dict[bool, list[tuple[str, int, bool]]] = {True: [], False: []}
-    for classes in (True, False):
-        c = Classifier(max_findings=20, max_occurrences=3)
-        c.classes = classes
-        c.on_finding = lambda f, new, classes=classes: seen[classes].append((f.key, f.count, new))
-        classify_stream(io.BytesIO(log), c)
-    assert seen[True] == seen[False] and len(seen[True]) > 300
+    on, off = heard(log, 20, classes=True)[0], heard(log, 20, classes=False)[0]
+    assert on == off and len(on) > 300
 
 
 def test_the_classes_are_kept_for_heads_of_a_class_and_not_for_the_others() -> None:

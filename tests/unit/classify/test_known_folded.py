@@ -82,15 +82,22 @@ def test_a_line_taken_by_its_folded_shape_is_found_as_the_long_way_finds_it(
     assert taken["folded"] > 1_000 and taken["declined"] > 50
 
 
+def heard(log: bytes, max_findings: int, **settings: Any) -> tuple[list[tuple[str, int, bool]], Classifier]:
+    """What a live display (on_finding) hears of `log` from a Classifier with the attributes `settings` set (the
+    way under test on or off), and that classifier."""
+    c = Classifier(max_findings=max_findings, max_occurrences=3)
+    for name, value in settings.items():
+        setattr(c, name, value)
+    seen: list[tuple[str, int, bool]] = []
+    c.on_finding = lambda f, new: seen.append((f.key, f.count, new))
+    classify_stream(io.BytesIO(log), c)
+    return seen, c
+
+
 def test_a_live_display_hears_of_a_folded_line_as_of_the_long_ways(tmp_path: Path) -> None:
     log = _located_log(4)
-    seen: dict[bool, list[tuple[str, int, bool]]] = {True: [], False: []}
-    for fold in (True, False):
-        c = Classifier(max_findings=20, max_occurrences=3)
-        c.fold_paths = fold
-        c.on_finding = lambda f, new, fold=fold: seen[fold].append((f.key, f.count, new))
-        classify_stream(io.BytesIO(log), c)
-    assert seen[True] == seen[False] and len(seen[True]) > 300
+    on, off = heard(log, 20, fold_paths=True)[0], heard(log, 20, fold_paths=False)[0]
+    assert on == off and len(on) > 300
 
 
 def test_a_raw_shape_learnt_from_its_folded_decision_decides_its_next_lines_as_the_long_way(
