@@ -36,13 +36,10 @@ from legacy_gpu_patch.classify.known import NOTHING, SKIP, SLOW
 from legacy_gpu_patch.classify.knownclass import ClassedLines
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
 from legacy_gpu_patch.classify.normalize import normalize
-from legacy_gpu_patch.classify.rules import _any_of, holding_no_other
-from legacy_gpu_patch.classify.shapes import MAX_SHAPES, RAW_TO_ZERO
+from legacy_gpu_patch.classify.shapes import RAW_TO_ZERO
 
 __all__ = ["BatchLines"]
 
-_FEW = 6  # digit strings tested by `in`s; more are searched as one trie (_holds_one)
-_HOLDERS: dict[tuple[str, ...], Any] = {}  # _holds_one's test per tuple of digit strings (a pure function of it)
 
 
 class BatchLines(ClassedLines):
@@ -89,12 +86,11 @@ class BatchLines(ClassedLines):
         """Pass over or count the candidate lines cands[i:] that a decided raw shape lets the run take itself (no
         finding waits or wants context, no block is open, nothing is told of findings: none of which a line taken
         here changes), until one that it does not: returns (the index past it, where the scan goes on, (its start,
-        its trigger, its end, the line, its raw shape, its known entry or None) or None where the candidates ran
-        out). The counts are _count_capped's, added up here and kept at the end."""
-        find, findings, progress, holders = block.find, self._findings, _PROGRESS_RAW.match, _HOLDERS
+        its trigger, its end, the line, its raw shape, its known entry or None) or None where they ran out). Counts
+        added up and kept at the end; a waiting line's progress line passed over where the last line taken waited."""
+        find, findings, progress, held = block.find, self._findings, _PROGRESS_RAW.match, self._digits_held
         max_findings, max_occurrences = self.max_findings, self.max_occurrences
-        n, pos, taken, errors, warnings, dropped = len(cands), end, 0, 0, 0, 0
-        line = None
+        n, pos, waited, taken, errors, dropped, line = len(cands), end, -1, 0, 0, 0, None
         while i < n:
             s, hit = cands[i]
             i += 1
@@ -108,40 +104,44 @@ class BatchLines(ClassedLines):
                 found = by_class(raw, key)
             if found is SKIP or found is NOTHING:
                 continue
-            if found.__class__ is tuple and found[0] is not None and found[5] is not None:
-                rule, _, _, waits, tests, (k0, k1), quoted = found
-                if tests or quoted:
-                    text = raw.decode("ascii")
-                    if quoted:
-                        text = text.replace("`", "'")
-                    ok = not (tests and _holds_one(text.lower(), tests, holders))
+            count = found[7] if found.__class__ is tuple else None  # (known.known_entry)
+            if count is not None:
+                rule_id, error, waits, test, k0, k1, quoted = count
+                ok = True
+                if test is not None or quoted:  # the digit strings tested as _known_line tests them
+                    text = raw.decode("ascii").replace("`", "'") if quoted else raw.decode("ascii")
+                    if test is not None:  # knowndigits.holds_test written out, then `held` where one is held
+                        low = text.lower()
+                        if test.__class__ is tuple:
+                            for t in test:
+                                if t in low:
+                                    ok = not held(low, found[4])
+                                    break
+                        elif test(low) is not None:
+                            ok = not held(low, found[4])
                     name = text[k0:k1]
                 else:
-                    ok, name = True, raw[k0:k1].decode("ascii")
-                finding = findings.get((rule.id, name)) if ok else None
+                    name = raw[k0:k1].decode("ascii")
+                finding = findings.get((rule_id, name)) if ok else None
                 if ok and waits:  # only where the progress line after it ends the waiting finding at once
                     ok = (pos < end and (i >= n or cands[i][0] != pos) and block[pos] == 91
                           and progress(block, pos, pos + 256) is not None)
                 if ok and (len(finding.occurrences) >= max_occurrences if finding is not None
                            else len(findings) >= max_findings):
-                    if waits:  # that progress line is passed over
-                        pos = find(b"\n", pos) + 1
-                    if rule.severity == "error":  # the counts of a finding past the caps (_count_capped)
-                        errors += 1
-                    else:
-                        warnings += 1
+                    waited = pos if waits else -1  # a waiting line's progress line is passed over
+                    taken += 1  # the counts of a finding past the caps (_count_capped)
+                    errors += error
                     if finding is None:
                         dropped += 1
                     else:
                         finding.count += 1
-                    taken += 1
                     continue
             line = s, hit, e, raw, key, found
             break
-        self.errors += errors
-        self.warnings += warnings
-        self.dropped += dropped
-        self.batched += taken
+        if line is None and waited == pos:  # the last line taken waited: its progress line is passed over
+            pos = find(b"\n", pos) + 1
+        self.errors, self.warnings = self.errors + errors, self.warnings + taken - errors
+        self.dropped, self.batched = self.dropped + dropped, self.batched + taken
         return i, pos, line
 
     def _take(self, block: bytes, cands: list[tuple[int, int]], i: int, s: int, e: int, hit: int, raw: bytes,
@@ -190,21 +190,3 @@ def _decided(raw: bytes, get: Any, by_class: Any) -> tuple[bytes, Any]:
     if found is None and by_class is not None:
         found = by_class(raw, key)
     return key, found
-
-
-def _holds_one(low: str, tests: tuple[str, ...], holders: dict[tuple[str, ...], Any]) -> bool:
-    """Whether `low` holds one of `tests` (an entry's digit strings): a loop of `in`s over those holding no other
-    (`c2672` is held where `672` is), or, for more than _FEW of them, one search of their trie (rules._any_of:
-    ~0.8 us against ~1.1-1.7 us for cuSPARSE's 13 and no-matching-function's 15 strings). Per tests tuple, once."""
-    found: Any = holders.get(tests)
-    if found is None:
-        if len(holders) >= MAX_SHAPES:
-            holders.clear()
-        least = tuple(holding_no_other(tests))
-        found = holders[tests] = least if len(least) <= _FEW else _any_of(set(least))
-    if found.__class__ is tuple:
-        for t in found:  # noqa: SIM110 - a loop, not any(genexpr): a generator costs more than the few `in`s
-            if t in low:
-                return True
-        return False
-    return found(low) is not None
