@@ -186,10 +186,10 @@ def test_the_run_ends_past_the_progress_line_of_the_last_waiting_line_it_counts(
     seen = []
     original = knownbatch.BatchLines._count_run
 
-    def counted(self: Any, block: bytes, cands: list[tuple[int, int]], i: int, *args: Any) -> Any:
-        found = original(self, block, cands, i, *args)
+    def counted(self: Any, block: bytes, starts: list[int], hits: list[int], i: int, *args: Any) -> Any:
+        found = original(self, block, starts, hits, i, *args)
         if found[2] is None and self.batched:
-            last = block.index(b"\n", cands[-1][0]) + 1  # the last candidate's progress line starts here
+            last = block.index(b"\n", starts[-1]) + 1  # the last candidate's progress line starts here
             seen.append((found[1], block.index(b"\n", last) + 1))
         return found
 
