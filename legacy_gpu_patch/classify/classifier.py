@@ -167,18 +167,18 @@ class Classifier(BatchLines):
         of the commonest lines (a known raw shape or folded shape, a progress line ending a pending finding)."""
         end = len(block) if end < 0 else end
         plain = block.isascii()  # then so is every line: _raw_skipped need not ask
-        cands = self._chunk_candidates(block, start, end, plain, base)
+        starts, hits = self._chunk_candidates(block, start, end, plain, base)
         find = block.find
         base = self.lines
         counted_pos, counted = start, 0
-        i, n = 0, len(cands)
+        i, n = 0, len(starts)
         pos = start  # first byte not yet looked at (a line start)
         while pos < end:
             if self._want > 0:
                 s = pos  # context, block or join: the next line, trigger or not
                 hit = -1
-                if i < n and cands[i][0] == s:
-                    hit = cands[i][1]
+                if i < n and starts[i] == s:
+                    hit = hits[i]
                     i += 1
                 elif self._pending is not None and self._progress_ends_pending(block, s):
                     pos = find(b"\n", s) + 1  # a failing build's commonest line after an error: done with it
@@ -191,16 +191,17 @@ class Classifier(BatchLines):
             if i >= n:
                 break
             # the candidate lines ahead, while none is wanted for a context, block or join (knownbatch.py)
-            i, pos, counted, counted_pos = self._run(block, cands, i, end, plain, base, counted, counted_pos)
+            i, pos, counted, counted_pos = self._run(block, starts, hits, i, end, plain, base, counted, counted_pos)
         self.lines = base + counted + block.count(b"\n", counted_pos, end)
         self._keep_tail(block, start, end)
 
     def _chunk_candidates(self, block: bytes, start: int, end: int, plain: bool, base: int | None
-                          ) -> list[tuple[int, int]]:
-        """The (line start, trigger) pairs of block[start:end] (scan.py), with the per-chunk state set."""
+                          ) -> tuple[list[int], list[int]]:
+        """The line starts and triggers of block[start:end]'s candidate lines (scan.py: TriggerSearch.spans), with
+        the per-chunk state set."""
         self._block_start = start
         self._carry_now = tuple(self._carry)  # what _before() hands a line of this chunk: one copy, not one a line
-        return self._triggers.lines(block, start, end, plain, self._file, base)
+        return self._triggers.spans(block, start, end, plain, self._file, base)
 
 
 # --------------------------------------------------------------------------------------------- conveniences

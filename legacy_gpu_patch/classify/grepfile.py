@@ -18,21 +18,21 @@ import os
 import stat
 import subprocess
 from bisect import bisect_left
-from operator import itemgetter
+from itertools import repeat
+from operator import sub
 from typing import IO, Any
 
 __all__ = ["FileSearch"]
 
 _ENV = {"LC_ALL": "C"}
 _READ = 1 << 16
-_START = itemgetter(0)
 _COMPACT = 1 << 14  # answered entries dropped once this many have gathered (the list does not grow with the log)
 
 
 class FileSearch:
     """The lines of one file that hold a trigger, from one GNU grep reading the file, in file order."""
 
-    __slots__ = ("_entries", "_eof", "_head", "_length", "_offset", "_proc", "_taken", "failed", "limit")
+    __slots__ = ("_eof", "_head", "_length", "_lengths", "_offset", "_proc", "_starts", "_taken", "failed", "limit")
 
     def __init__(self, proc: subprocess.Popen[bytes], limit: int) -> None:
         self._proc = proc
@@ -40,7 +40,10 @@ class FileSearch:
         self._head = b""  # the start of an output line's "OFFSET:" not read whole yet
         self._offset = -1  # the offset of the output line being read, -1 between lines
         self._length = 0  # bytes of its text read so far
-        self._entries: list[tuple[int, int]] = []  # (line start, length), in order; those before _taken answered
+        # each line's start and length, in order (two lists of ints: no object a line for the cyclic collector to
+        # walk); those before _taken answered
+        self._starts: list[int] = []
+        self._lengths: list[int] = []
         self._taken = 0
         self._eof = False
         self.failed = False
@@ -70,21 +73,26 @@ class FileSearch:
     def line_starts(self, lo: int, hi: int) -> list[tuple[int, int]] | None:
         """[(line start, line length)] of the lines holding a trigger that start in file[lo:hi] (whole lines), in
         order; None when not known here (beyond the size at start, or grep failed): the caller searches itself."""
+        found = self.line_spans(lo, hi)
+        return None if found is None else list(zip(*found))
+
+    def line_spans(self, lo: int, hi: int) -> tuple[list[int], list[int]] | None:
+        """line_starts() as (the starts, the lengths)."""
         if self.failed or hi > self.limit:
             return None
-        entries = self._entries
-        while len(entries) == self._taken or entries[-1][0] < hi:
+        starts, lengths = self._starts, self._lengths
+        while len(starts) == self._taken or starts[-1] < hi:
             if self._eof or not self._more():
                 break
         if self.failed:
             return None
-        # the answer is a slice of the entries (they are in order): no per-line Python work
+        # the answer is a slice of each list (the starts are in order): no per-line Python work
         taken = self._taken
-        first = bisect_left(entries, lo, taken, key=_START)
-        done = bisect_left(entries, hi, first, key=_START)
-        out = entries[first:done]
+        first = bisect_left(starts, lo, taken)
+        done = bisect_left(starts, hi, first)
+        out = starts[first:done], lengths[first:done]
         if done > _COMPACT:
-            del entries[:done]
+            del starts[:done], lengths[:done]
             done = 0
         self._taken = done
         return out
@@ -118,17 +126,20 @@ class FileSearch:
         last = data.rfind(b"\n", pos) + 1
         if last > pos:
             # each whole line is "OFFSET:TEXT" (a log line holds no newline); a line without a colon, or whose
-            # offset is not a number, is not grep -b's output (ValueError)
+            # offset is not a number, is not grep -b's output (ValueError); OFFSET's length is the colon's index k,
+            # TEXT's is len(q) - k - 1
             index = bytes.index
-            self._entries += [(int(q[: (k := index(q, b":"))]), len(q) - k - 1)
-                              for q in data[pos : last - 1].split(b"\n")]
+            lines = data[pos : last - 1].split(b"\n")
+            colons = [index(q, b":") for q in lines]
+            self._starts += map(int, map(bytes.__getitem__, lines, map(slice, colons)))
+            self._lengths += map(sub, map(sub, map(len, lines), colons), repeat(1))
             pos = last
         if pos < end:
             self._parse_cut(data[pos:])
 
     def _parse_cut(self, data: bytes) -> None:
         """Parse a piece of output that holds at most one newline, at its end: a line cut at either edge."""
-        append = self._entries.append
+        append_start, append_length = self._starts.append, self._lengths.append
         pos, end = 0, len(data)
         while pos < end:
             if self._offset < 0:  # at "OFFSET:" of an output line
@@ -144,7 +155,8 @@ class FileSearch:
             if nl < 0:
                 self._length += end - pos
                 return
-            append((self._offset, self._length + nl - pos))
+            append_start(self._offset)
+            append_length(self._length + nl - pos)
             self._offset, pos = -1, nl + 1
 
     def close(self) -> None:

@@ -40,11 +40,11 @@ from typing import Any
 from legacy_gpu_patch.classify.casefold import SpanMatch
 from legacy_gpu_patch.classify.collect import WRAP_MIN, _Pending
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
-from legacy_gpu_patch.classify.knowndigits import digits_follow, harmless_strings
+from legacy_gpu_patch.classify.knowndigits import digit_test, digits_follow, harmless_strings
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW, LineReader
 from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES
 
-__all__ = ["NOTHING", "PLAIN", "QUOTED", "SKIP", "SLOW", "KnownLines", "plain_shape"]
+__all__ = ["NOTHING", "PLAIN", "QUOTED", "SKIP", "SLOW", "KnownLines", "known_entry", "plain_shape"]
 
 SKIP = "skip"  # decided on the raw bytes (a command echo, include chain or progress line)
 NOTHING = "nothing"  # no finding: no rule matches, or an exception does
@@ -110,11 +110,24 @@ def _decision(entry: Any, length: int, quoted: bool) -> Any:
     if rule is None or regex is None or rule.exception:
         if rule is None and first != _END:
             return SLOW  # an aware unit decided the learnt line: not every line of the shape alike
-        return (None, None, (), False, kept, None, quoted) if kept else NOTHING
+        return known_entry(None, None, (), False, kept, None, quoted) if kept else NOTHING
     if rule.block is not None:
         return SLOW
-    return (rule, regex, spans, rule.generic or length >= WRAP_MIN, kept, _key_span(rule, regex, spans),
-            quoted)
+    return known_entry(rule, regex, spans, rule.generic or length >= WRAP_MIN, kept, _key_span(rule, regex, spans),
+                       quoted)
+
+
+def known_entry(rule: Any, regex: Any, spans: Any, waits: bool, tests: tuple[str, ...] | None, key_span: Any,
+                quoted: bool) -> tuple[Any, ...]:
+    """A known entry: (rule or None, regex, spans, waits, strings, key span, quoted, count), `count` what the run
+    needs to count a line of it (knownbatch.py) where it names a rule and its key's span, else None: (the rule's id,
+    whether it is an error, waits, the strings' search (knowndigits.digit_test; None: no strings), the key's span,
+    quoted), read off the rest once here, not on each line."""
+    count = None
+    if rule is not None and key_span is not None:
+        count = (rule.id, rule.severity == "error", waits, digit_test(tests) if tests else None, key_span[0],
+                 key_span[1], quoted)
+    return rule, regex, spans, waits, tests, key_span, quoted, count
 
 
 def _key_span(rule: Any, regex: Any, spans: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:
@@ -175,6 +188,14 @@ class KnownLines(LineReader):
                 lambda: harmless_strings(self.rules, prepared(self.rules).lead, self._aware_runs))
         return found
 
+    def _digits_held(self, low: str, tests: tuple[str, ...]) -> bool:
+        """Whether `low` (a line lowered) holds one of an entry's digit strings `tests` where it is not harmless: a
+        string of knowndigits.harmless_strings is harmless where a digit follows every place the line holds it."""
+        for t in tests:  # noqa: SIM110 - a loop, not any(genexpr): a generator costs more than the few `in`s
+            if t in low and not (t in self._harmless_strings() and digits_follow(low, t)):
+                return True
+        return False
+
     def _count_capped(self, rule: Any, finding: Any) -> None:
         """A finding past the caps: counted, not kept (what Collector._record does once the caps are reached)."""
         if rule.severity == "error":
@@ -192,15 +213,12 @@ class KnownLines(LineReader):
         the scan goes on: `nxt`, or past the next line where it is a progress line that ends the waiting finding
         (`progress_next`: it holds no trigger, is whole in the chunk and starts with `[`); -1, with nothing done,
         where the line holds one of the entry's digit strings (then the long way decides it)."""
-        rule, regex, spans, waits, tests, key_span, quoted = found
+        rule, regex, spans, waits, tests, key_span, quoted, _ = found
         text = raw.decode("ascii")
         if quoted:
             text = text.replace("`", "'")
-        if tests:
-            low = text.lower()
-            for t in tests:
-                if t in low and not (t in self._harmless_strings() and digits_follow(low, t)):
-                    return -1  # (a string harmless where a digit follows it: knowndigits.py)
+        if tests and self._digits_held(text.lower(), tests):
+            return -1
         if rule is None:
             return nxt
         if waits:

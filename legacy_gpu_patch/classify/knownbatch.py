@@ -36,13 +36,10 @@ from legacy_gpu_patch.classify.known import NOTHING, SKIP, SLOW
 from legacy_gpu_patch.classify.knownclass import ClassedLines
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
 from legacy_gpu_patch.classify.normalize import normalize
-from legacy_gpu_patch.classify.rules import _any_of, holding_no_other
-from legacy_gpu_patch.classify.shapes import MAX_SHAPES, RAW_TO_ZERO
+from legacy_gpu_patch.classify.shapes import RAW_TO_ZERO
 
 __all__ = ["BatchLines"]
 
-_FEW = 6  # digit strings tested by `in`s; more are searched as one trie (_holds_one)
-_HOLDERS: dict[tuple[str, ...], Any] = {}  # _holds_one's test per tuple of digit strings (a pure function of it)
 
 
 class BatchLines(ClassedLines):
@@ -51,24 +48,25 @@ class BatchLines(ClassedLines):
     batch = True  # False: _known_line takes every known line (the tests' other way)
     batched = 0  # lines the run counted itself (tests: the counting was taken)
 
-    def _run(self, block: bytes, cands: list[tuple[int, int]], i: int, end: int, plain: bool, base: int,
+    def _run(self, block: bytes, starts: list[int], hits: list[int], i: int, end: int, plain: bool, base: int,
              counted: int, counted_pos: int) -> tuple[int, int, int, int]:
-        """Take the candidate lines cands[i:] (i < len(cands)) until one leaves `_want` above 0; returns (the index of
-        the next candidate, where the scan goes on, and the line count's state: `counted` newlines up to
-        `counted_pos`, the scan's line numbers being base + counted + 1)."""
+        """Take the candidate lines i, i + 1, ... (their `starts` and trigger positions `hits`, TriggerSearch.spans;
+        i < len(starts)) until one leaves `_want` above 0; returns (the index of the next candidate, where the scan
+        goes on, and the line count's state: `counted` newlines up to `counted_pos`, the scan's line numbers being
+        base + counted + 1)."""
         known = self._known
         get = known.get if known is not None else None
         counting = get is not None and self.batch and not self.on_finding
         by_class = self._learn_by_class if self.classes else None  # a new raw shape of a kept class (knownclass.py)
-        find, n, pos = block.find, len(cands), end
+        find, n, pos = block.find, len(starts), end
         while i < n:
             if counting and self._pending is None and not self._after_open and self._block is None:
-                i, pos, line = self._count_run(block, cands, i, end, get, by_class)
+                i, pos, line = self._count_run(block, starts, hits, i, end, get, by_class)
                 if line is None:
                     break
                 s, hit, e, raw, key, found = line
             else:
-                s, hit = cands[i]
+                s, hit = starts[i], hits[i]
                 i += 1
                 e = find(b"\n", hit)
                 pos = e + 1
@@ -78,25 +76,24 @@ class BatchLines(ClassedLines):
                     key, found = _decided(raw, get, by_class)
                     if found is SKIP or found is NOTHING:
                         continue
-            pos, counted, counted_pos = self._take(block, cands, i, s, e, hit, raw, key, found, plain, base,
+            pos, counted, counted_pos = self._take(block, starts, i, s, e, hit, raw, key, found, plain, base,
                                                    counted, counted_pos, end)
             if self._want > 0:
                 break
         return i, pos, counted, counted_pos
 
-    def _count_run(self, block: bytes, cands: list[tuple[int, int]], i: int, end: int, get: Any, by_class: Any
-                   ) -> tuple[int, int, tuple[int, int, int, bytes, bytes, Any] | None]:
-        """Pass over or count the candidate lines cands[i:] that a decided raw shape lets the run take itself (no
+    def _count_run(self, block: bytes, starts: list[int], hits: list[int], i: int, end: int, get: Any,
+                   by_class: Any) -> tuple[int, int, tuple[int, int, int, bytes, bytes, Any] | None]:
+        """Pass over or count the candidate lines i, i + 1, ... that a decided raw shape lets the run take itself (no
         finding waits or wants context, no block is open, nothing is told of findings: none of which a line taken
         here changes), until one that it does not: returns (the index past it, where the scan goes on, (its start,
-        its trigger, its end, the line, its raw shape, its known entry or None) or None where the candidates ran
-        out). The counts are _count_capped's, added up here and kept at the end."""
-        find, findings, progress, holders = block.find, self._findings, _PROGRESS_RAW.match, _HOLDERS
+        its trigger, its end, the line, its raw shape, its known entry or None) or None where they ran out). Counts
+        added up and kept at the end; a waiting line's progress line passed over where the last line taken waited."""
+        find, findings, progress, held = block.find, self._findings, _PROGRESS_RAW.match, self._digits_held
         max_findings, max_occurrences = self.max_findings, self.max_occurrences
-        n, pos, taken, errors, warnings, dropped = len(cands), end, 0, 0, 0, 0
-        line = None
+        n, pos, waited, taken, errors, dropped, line = len(starts), end, -1, 0, 0, 0, None
         while i < n:
-            s, hit = cands[i]
+            s, hit = starts[i], hits[i]
             i += 1
             e = find(b"\n", hit)
             pos = e + 1
@@ -108,53 +105,57 @@ class BatchLines(ClassedLines):
                 found = by_class(raw, key)
             if found is SKIP or found is NOTHING:
                 continue
-            if found.__class__ is tuple and found[0] is not None and found[5] is not None:
-                rule, _, _, waits, tests, (k0, k1), quoted = found
-                if tests or quoted:
-                    text = raw.decode("ascii")
-                    if quoted:
-                        text = text.replace("`", "'")
-                    ok = not (tests and _holds_one(text.lower(), tests, holders))
+            count = found[7] if found.__class__ is tuple else None  # (known.known_entry)
+            if count is not None:
+                rule_id, error, waits, test, k0, k1, quoted = count
+                ok = True
+                if test is not None or quoted:  # the digit strings tested as _known_line tests them
+                    text = raw.decode("ascii").replace("`", "'") if quoted else raw.decode("ascii")
+                    if test is not None:  # knowndigits.holds_test written out, then `held` where one is held
+                        low = text.lower()
+                        if test.__class__ is tuple:
+                            for t in test:
+                                if t in low:
+                                    ok = not held(low, found[4])
+                                    break
+                        elif test(low) is not None:
+                            ok = not held(low, found[4])
                     name = text[k0:k1]
                 else:
-                    ok, name = True, raw[k0:k1].decode("ascii")
-                finding = findings.get((rule.id, name)) if ok else None
+                    name = raw[k0:k1].decode("ascii")
+                finding = findings.get((rule_id, name)) if ok else None
                 if ok and waits:  # only where the progress line after it ends the waiting finding at once
-                    ok = (pos < end and (i >= n or cands[i][0] != pos) and block[pos] == 91
+                    ok = (pos < end and (i >= n or starts[i] != pos) and block[pos] == 91
                           and progress(block, pos, pos + 256) is not None)
                 if ok and (len(finding.occurrences) >= max_occurrences if finding is not None
                            else len(findings) >= max_findings):
-                    if waits:  # that progress line is passed over
-                        pos = find(b"\n", pos) + 1
-                    if rule.severity == "error":  # the counts of a finding past the caps (_count_capped)
-                        errors += 1
-                    else:
-                        warnings += 1
+                    waited = pos if waits else -1  # a waiting line's progress line is passed over
+                    taken += 1  # the counts of a finding past the caps (_count_capped)
+                    errors += error
                     if finding is None:
                         dropped += 1
                     else:
                         finding.count += 1
-                    taken += 1
                     continue
             line = s, hit, e, raw, key, found
             break
-        self.errors += errors
-        self.warnings += warnings
-        self.dropped += dropped
-        self.batched += taken
+        if line is None and waited == pos:  # the last line taken waited: its progress line is passed over
+            pos = find(b"\n", pos) + 1
+        self.errors, self.warnings = self.errors + errors, self.warnings + taken - errors
+        self.dropped, self.batched = self.dropped + dropped, self.batched + taken
         return i, pos, line
 
-    def _take(self, block: bytes, cands: list[tuple[int, int]], i: int, s: int, e: int, hit: int, raw: bytes,
+    def _take(self, block: bytes, starts: list[int], i: int, s: int, e: int, hit: int, raw: bytes,
               key: bytes, found: Any, plain: bool, base: int, counted: int, counted_pos: int, end: int
               ) -> tuple[int, int, int]:
-        """A candidate line block[s:e] (cands[i - 1]) that the run does not count itself, taken as the scan loop took
+        """A candidate line block[s:e] (candidate i - 1) that the run does not count itself, taken as the scan loop took
         it: by its known raw shape (`found`), by its folded shape (a new raw shape: None), else the long way (SLOW:
         known lines off, or a shape always taken so; `key`: the raw shape to learn). Returns (where the scan goes
         on, counted, counted_pos)."""
         pos = e + 1
         if found is not SLOW:  # known, or a new raw shape whose folded shape may be (knownfold.py)
             counted, counted_pos = counted + block.count(b"\n", counted_pos, s), s
-            progress_next = pos < end and (i >= len(cands) or cands[i][0] != pos) and block[pos] == 91
+            progress_next = pos < end and (i >= len(starts) or starts[i] != pos) and block[pos] == 91
             done = (self._known_line(found, base + counted + 1, raw, block, s, pos, progress_next) if found
                     else self._folded_line(base + counted + 1, raw, key, block, s, pos, progress_next))
             if done >= 0:
@@ -190,21 +191,3 @@ def _decided(raw: bytes, get: Any, by_class: Any) -> tuple[bytes, Any]:
     if found is None and by_class is not None:
         found = by_class(raw, key)
     return key, found
-
-
-def _holds_one(low: str, tests: tuple[str, ...], holders: dict[tuple[str, ...], Any]) -> bool:
-    """Whether `low` holds one of `tests` (an entry's digit strings): a loop of `in`s over those holding no other
-    (`c2672` is held where `672` is), or, for more than _FEW of them, one search of their trie (rules._any_of:
-    ~0.8 us against ~1.1-1.7 us for cuSPARSE's 13 and no-matching-function's 15 strings). Per tests tuple, once."""
-    found: Any = holders.get(tests)
-    if found is None:
-        if len(holders) >= MAX_SHAPES:
-            holders.clear()
-        least = tuple(holding_no_other(tests))
-        found = holders[tests] = least if len(least) <= _FEW else _any_of(set(least))
-    if found.__class__ is tuple:
-        for t in found:  # noqa: SIM110 - a loop, not any(genexpr): a generator costs more than the few `in`s
-            if t in low:
-                return True
-        return False
-    return found(low) is not None

@@ -43,7 +43,7 @@ from typing import Any
 from legacy_gpu_patch.classify.casefold import _shifted
 from legacy_gpu_patch.classify.collect import WRAP_MIN
 from legacy_gpu_patch.classify.fastpath import _MAY_BE_PREFIXED, MATCH_WINDOW
-from legacy_gpu_patch.classify.known import _GLUED, _REWRITTEN, _UNPREFIXED, NOTHING, _key_span
+from legacy_gpu_patch.classify.known import _GLUED, _REWRITTEN, _UNPREFIXED, NOTHING, _key_span, known_entry
 from legacy_gpu_patch.classify.knownfold import FoldedLines, _path_alike
 from legacy_gpu_patch.classify.shapes import MAX_SHAPES
 
@@ -122,8 +122,8 @@ class ClassedLines(FoldedLines):
         if moved is None:
             return None, None
         kept, key_span = self._derived(entry)[1], _key_span(rule, regex, moved)
-        return ((rule, regex, moved, rule.generic, kept, key_span, quoted),
-                (rule, regex, moved, True, kept, key_span, quoted))
+        return (known_entry(rule, regex, moved, rule.generic, kept, key_span, quoted),
+                known_entry(rule, regex, moved, True, kept, key_span, quoted))
 
     def _class_of(self, raw: bytes, cut: int) -> _Head | None:
         """The class of the head `raw[:cut + 1]` (kept), or None where it is of none (module docstring): clean, the

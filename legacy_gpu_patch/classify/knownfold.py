@@ -37,8 +37,7 @@ from typing import Any
 from legacy_gpu_patch.classify.casefold import SpanMatch, _shifted
 from legacy_gpu_patch.classify.collect import WRAP_MIN, _Pending
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
-from legacy_gpu_patch.classify.known import NOTHING, QUOTED, KnownLines, _key_span, _strings, plain_shape
-from legacy_gpu_patch.classify.knowndigits import digits_follow
+from legacy_gpu_patch.classify.known import NOTHING, QUOTED, KnownLines, _key_span, _strings, known_entry, plain_shape
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
 from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, RAW_TO_ZERO, TEXT_TO_ZERO
 
@@ -71,11 +70,8 @@ class FoldedLines(KnownLines):
         kept, shifts = derived[1], derived[2]
         if kept is None:
             return -1
-        if kept:
-            folded = token + low[cut:]
-            for t in kept:
-                if t in folded and not (t in self._harmless_strings() and digits_follow(folded, t)):
-                    return -1  # (a string harmless where a digit follows it: knowndigits.py)
+        if kept and self._digits_held(token + low[cut:], kept):
+            return -1
         gate = fold.trial_gate(self, aware, first)
         if gate is not None and gate(low) is None:  # the line selects none of the units: none is tried
             fold.held = None  # the index's answer, asked below where the shape's entry needs it
@@ -186,12 +182,12 @@ class FoldedLines(KnownLines):
         if not ok:
             return False
         if hit is True or hit[0].exception:
-            found: Any = (None, None, (), False, kept, None, plain == QUOTED) if kept else NOTHING
+            found: Any = known_entry(None, None, (), False, kept, None, plain == QUOTED) if kept else NOTHING
         else:
             rule, m = hit
             spans = m.regs
-            found = (rule, m.re, spans, rule.generic or len(raw) >= WRAP_MIN, kept, _key_span(rule, m.re, spans),
-                     plain == QUOTED)
+            found = known_entry(rule, m.re, spans, rule.generic or len(raw) >= WRAP_MIN, kept,
+                                _key_span(rule, m.re, spans), plain == QUOTED)
         if len(known) >= MAX_SHAPES:
             known.clear()
         known[key] = found

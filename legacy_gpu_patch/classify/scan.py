@@ -12,6 +12,8 @@ chunk's start for a line).
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import repeat
+from operator import sub
 from typing import IO
 
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
@@ -199,21 +201,36 @@ class TriggerSearch:
         it); in a shorter line it may be any position in the line (only the line's end is looked for from it), so
         GNU grep's line starts serve there as they are.
         """
-        found = None
-        shift = 0
+        starts, hits = self.spans(block, start, end, ascii, file, base)
+        return list(zip(starts, hits))
+
+    def spans(self, block: bytes, start: int, end: int, ascii: bool, file: FileSearch | None = None,
+              base: int | None = None) -> tuple[list[int], list[int]]:
+        """lines() as (the line starts, the positions): two lists of ints, not a pair a line, so that the cyclic
+        collector has no object a candidate line to count and walk (~116,000 on the bench's dense log, each living
+        while its chunk is read: they set off the collections of every generation); where grep found every line
+        and none is long, one list is both."""
         if file is not None and base is not None:  # block[0] is byte `base` of the file grep searches
-            found = file.line_starts(base + start, base + end)
-            shift = -base
+            spans = file.line_spans(base + start, base + end)
+            if spans is not None:
+                shifted = list(map(sub, spans[0], repeat(base)))
+                return shifted, self._hits(block, shifted, spans[1], ascii)
+        grep = self._accelerator() if end - start >= GREP_MIN else None
+        found = grep.line_starts(block, start, end) if grep is not None else None
         if found is None:
-            shift = 0
-            grep = self._accelerator() if end - start >= GREP_MIN else None
-            found = grep.line_starts(block, start, end) if grep is not None else None
-        if found is None:
-            return self.python_lines(block, start, end, ascii)
-        # one comprehension over grep's answer; a line longer than MATCH_WINDOW is rare and gets its first trigger
-        # from the search in Python (the window read around it), each in a call of its own
-        return [(s + shift, s + shift) if length <= MATCH_WINDOW else self._long_line(block, s + shift, length, ascii)
-                for s, length in found]
+            pairs = self.python_lines(block, start, end, ascii)
+            return [s for s, _ in pairs], [hit for _, hit in pairs]
+        starts = [s for s, _ in found]
+        return starts, self._hits(block, starts, [length for _, length in found], ascii)
+
+    def _hits(self, block: bytes, starts: list[int], lengths: list[int], ascii: bool) -> list[int]:
+        """The positions of grep's lines (their starts and lengths): `starts` itself where none is longer than
+        MATCH_WINDOW; else a line that is gets its first trigger from the search in Python (the window read around
+        it), in a call of its own."""
+        if max(lengths, default=0) <= MATCH_WINDOW:
+            return starts
+        return [s if length <= MATCH_WINDOW else self._long_line(block, s, length, ascii)[1]
+                for s, length in zip(starts, lengths)]
 
     def _long_line(self, block: bytes, s: int, length: int, ascii: bool) -> tuple[int, int]:
         """(line start, first trigger) of a line longer than MATCH_WINDOW that grep found, as the search in Python

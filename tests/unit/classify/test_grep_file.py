@@ -128,13 +128,13 @@ def test_grep_output_is_read_as_offsets_and_lengths_however_long_the_lines(tmp_p
 def _parsed(pieces: list[bytes]) -> tuple[list[tuple[int, int]], bool]:
     """What FileSearch makes of grep's output arriving in these pieces: its entries, and whether it failed."""
     search = FileSearch.__new__(FileSearch)
-    search._entries, search._head, search._offset, search._length = [], b"", -1, 0
+    search._starts, search._lengths, search._head, search._offset, search._length = [], [], b"", -1, 0
     try:
         for piece in pieces:
             search._parse(piece)
     except ValueError:
-        return list(search._entries), True
-    return list(search._entries), bool(search._head or search._offset >= 0)
+        return list(zip(search._starts, search._lengths)), True
+    return list(zip(search._starts, search._lengths)), bool(search._head or search._offset >= 0)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -160,3 +160,35 @@ def test_output_that_is_not_grep_offsets_fails_the_search(bad: bytes) -> None:
         pieces = [p for p in (bad[:cut], bad[cut:]) if p]
         entries, failed = _parsed(pieces)
         assert failed, (cut, entries)
+
+
+@needs_grep
+@pytest.mark.parametrize("long_line", [False, True])
+def test_a_files_candidates_are_two_lists_of_ints_one_where_no_line_is_long(tmp_path: Path, long_line: bool) -> None:
+    """TriggerSearch.spans over a file's grep: the starts and positions lines() pairs (the Python search's starts; a
+    long line's first trigger where it puts it), as lists of ints, one list where no line is long (no pair a line)."""
+    from legacy_gpu_patch.classify.classifier import load_rules
+    from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
+    from legacy_gpu_patch.classify.scan import TriggerSearch
+
+    data = messy_log(3, grepscan.GREP_MIN * 2)
+    if long_line:
+        data += b"x" * (MATCH_WINDOW * 2) + b" error: late\n" + data
+    path = tmp_path / "log"
+    path.write_bytes(data)
+    search = TriggerSearch(load_rules().triggers)
+    half = data.index(b"\n", len(data) // 2) + 1
+    with open(path, "rb") as fh:
+        file = search.file_search(fh)
+        assert file is not None
+        try:
+            for lo, hi in ((0, half), (half, len(data))):
+                block = data[lo:]  # block[0] is byte `lo` of the file
+                starts, hits = search.spans(block, 0, hi - lo, block.isascii(), file, lo)
+                plain = search.python_lines(block, 0, hi - lo, block.isascii())
+                assert starts == [s for s, _ in plain] and all(type(s) is int for s in starts + hits)
+                assert list(zip(starts, hits)) == search.lines(block, 0, hi - lo, block.isascii())
+                longs = [(s, h) for s, h in plain if block.index(b"\n", s) - s > MATCH_WINDOW]
+                assert (hits is starts) is not longs and set(longs) <= set(zip(starts, hits))
+        finally:
+            file.close()

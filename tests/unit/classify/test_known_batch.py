@@ -20,7 +20,7 @@ from test_known_folded import _located_log, heard
 from test_line_shortcuts import _pending_heavy_log
 from test_shapes import dense_log
 
-from legacy_gpu_patch.classify import knownbatch
+from legacy_gpu_patch.classify import knownbatch, knowndigits
 from legacy_gpu_patch.classify.classifier import Classifier, classify_stream
 
 
@@ -120,14 +120,26 @@ def test_a_waiting_line_is_taken_only_before_a_progress_line_that_ends_it(after:
 
 
 def test_an_entrys_digit_strings_are_found_as_the_loop_over_all_of_them_finds_them() -> None:
-    """_holds_one (the strings holding no other; a trie search past _FEW of them) against `any(t in low)` over all
-    the strings, for the shipped rules' tuples on this log's entries and for tuples where strings hold others."""
+    """knowndigits.digit_test (the strings holding no other; a trie search past FEW of them), as the entry keeps it
+    for the run, against `any(t in low)` over all the strings, for the shipped rules' tuples on this log's entries and
+    for tuples where strings hold others."""
     import random
 
     c = _run(_edges(), True)
-    tuples = {found[4] for found in (c._known or {}).values() if found.__class__ is tuple and found[4]}
+    entries = [found for found in (c._known or {}).values() if found.__class__ is tuple]
+    tuples = {found[4] for found in entries if found[4]}
     tuples |= {("672", "c2672", "error c2"), ("ab", "abc", "b", "x1", "x12", "y", "z9", "q"), ("0",)}
-    assert any(len(t) > knownbatch._FEW for t in tuples) and any(len(t) <= knownbatch._FEW for t in tuples)
+    assert any(len(t) > knowndigits.FEW for t in tuples) and any(len(t) <= knowndigits.FEW for t in tuples)
+    counts = 0
+    for found in entries:  # each entry's count (known.known_entry): the fields the run reads, read off the rest
+        rule, _, _, waits, tests, key_span, quoted, count = found
+        if rule is None or key_span is None:
+            assert count is None
+            continue
+        counts += 1
+        assert count == (rule.id, rule.severity == "error", waits, count[3], *key_span, quoted)
+        assert count[3] is (knowndigits.digit_test(tests) if tests else None)
+    assert counts > 10
     rnd = random.Random(4)
     for tests in tuples:
         pieces = [*tests, *(t[:-1] for t in tests), *(t[1:] for t in tests), " ", "c2", "0", "/src/a.cpp:1:2: "]
@@ -135,7 +147,52 @@ def test_an_entrys_digit_strings_are_found_as_the_loop_over_all_of_them_finds_th
         for _ in range(2000):
             low = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 5)))
             want = any(t in low for t in tests)
-            assert knownbatch._holds_one(low, tests, {}) is want, (tests, low)
-            assert knownbatch._holds_one(low, tests, knownbatch._HOLDERS) is want, (tests, low)
+            assert knowndigits.holds_test(low, knowndigits.digit_test(tests)) is want, (tests, low)
             held += want
         assert 0 < held < 2000
+
+
+def test_the_run_counts_a_line_holding_a_digit_string_harmless_there() -> None:
+    """A known line holding one of its entry's digit strings where a digit follows it and it is harmless there
+    (`csrmm2` of `cusparseScsrmm21355`: knowndigits.py) is counted in the run, as _known_line would count it (the
+    entry learnt from a line of the shape holding none, `cusparseScsrmm31355`); one holding a string that is not
+    harmless there still leaves the run."""
+    rows, plain = [], 0
+    for i in range(3000):
+        n = 1000 + (i * 7919) % 9000
+        rows.append(f'/src/a/Conv.cu({1000 + i}): error: identifier "cusparseScsrmm{n}" is undefined')
+        rows.append(f"[{i}/9999] Building CXX object a{i}.o")
+        plain += not str(n).startswith("2")
+        if i % 100 == 0:  # `csrmm2` with no digit after it: the long way
+            rows.append(f'/src/a/Conv.cu({1000 + i}): error: identifier "cusparseScsrmm2" is undefined x{i}')
+    log = ("\n".join(rows) + "\n").encode()
+    for caps in ({"max_findings": 7, "max_occurrences": 2}, {}):
+        c = _run(log, True, **caps)
+        assert summary(c) == summary(_run(log, False, **caps)) == summary(_run(log, False, known_lines=False, **caps))
+        if caps:  # the harmless lines past the caps too, not only those holding no `csrmm2`
+            assert c.batched > plain + 100, (c.batched, plain)
+
+
+def test_the_run_ends_past_the_progress_line_of_the_last_waiting_line_it_counts(monkeypatch: pytest.MonkeyPatch
+                                                                               ) -> None:
+    """Where the candidates run out after a waiting line the run counted, where the scan goes on is past the progress
+    line that ended it (found then, not for each line counted)."""
+    rows = []
+    for i in range(3000):
+        rows.append(f"/src/a/Sort.cpp:{100 + i % 900}:{1 + i % 9}: error: no matching function for call to "
+                    f"'launch{1000 + i % 50}(double*, float)'")
+        rows.append(f"[{i}/999] Building CXX object a{i}.o")
+    log = ("\n".join(rows) + "\n").encode()
+    seen = []
+    original = knownbatch.BatchLines._count_run
+
+    def counted(self: Any, block: bytes, starts: list[int], hits: list[int], i: int, *args: Any) -> Any:
+        found = original(self, block, starts, hits, i, *args)
+        if found[2] is None and self.batched:
+            last = block.index(b"\n", starts[-1]) + 1  # the last candidate's progress line starts here
+            seen.append((found[1], block.index(b"\n", last) + 1))
+        return found
+
+    monkeypatch.setattr(knownbatch.BatchLines, "_count_run", counted)
+    _run(log, True, 64 << 10, max_findings=7, max_occurrences=2)
+    assert len(seen) >= 3 and all(pos == want for pos, want in seen)
