@@ -6,6 +6,12 @@ alpha 1 / beta 0, the compute type of CuPy 1.24's descriptor), keeps a variant p
 heuristics' first engine configuration that finalizes within the workspace limit, and answers False (the legacy
 call runs) wherever it does not apply; bounded, per thread, and off with CHAINER_CUDNN_GRAPH=0.
 
+graph-conv-lean (the step after it): convolution_2d.py's forward_gpu and backward_gpu, run against recording fakes
+of cupy.cudnn, libcudnn and the graph module, make the legacy descriptors (input, filter, convolution, bias) only
+where the legacy call runs, and backward_gpu makes the filter, convolution and bias descriptors when the forward
+took the graph (and not again when it did not); the bias descriptor is cupy.cudnn._lg_nchw_descriptor((1, C, 1, 1),
+dtype), which is create_tensor_descriptor's own cache entry for b[None, :, None, None].
+
 On the GPU, bench/gpu/chainer_graph_conv_check.py compares the graph path's outputs with the legacy call's and with
 the im2col path for many shapes, strides, pads and dtypes, forward and backward.
 """
@@ -15,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import sys
 import threading
 import types
 from pathlib import Path
@@ -341,3 +348,228 @@ def test_no_libcudnn_in_this_process_means_the_legacy_call(tree: Path, monkeypat
     ns = load(tree, None, monkeypatch)  # the real ctypes: this CPU test process has no libcudnn loaded
     assert ns["library"](91900) is None
     assert not conv(ns, FakeCupy())
+
+
+# graph-conv-lean: convolution_2d.py's cuDNN forward and backward as that step left them, run against fakes of
+# cupy.cudnn, libcudnn, cupy and chainer._cudnn_graph that record what is made and passed; cupy/cudnn.py's
+# _lg_nchw_descriptor run as the step left it against host-cache's fake binding.
+
+LEAN = "chainer-cudnn-graph-conv/graph-conv-lean"
+CUDNN = "cupy/cudnn.py"
+
+
+class Arr:
+    """A cupy.ndarray as forward_gpu/backward_gpu read it (b[None, :, None, None] for the step before)."""
+
+    _ptr = 0x100000
+
+    def __init__(self, shape: tuple[int, ...], dtype: str = "f") -> None:
+        Arr._ptr += 0x10000
+        self.shape, self.ndim, self.dtype = shape, len(shape), numpy.dtype(dtype)
+        self.data = types.SimpleNamespace(ptr=Arr._ptr)
+
+    def __getitem__(self, key: Any) -> Arr:
+        assert key == (None, slice(None), None, None) and self.ndim == 1
+        return Arr((1, self.shape[0], 1, 1), self.dtype.char)
+
+
+class Desc:
+    def __init__(self, log: list[tuple], kind: str, *what: Any) -> None:
+        self.value = 1000 + len(log)
+        self.kind, self.what = kind, what
+        log.append(("make", kind, *what))
+
+
+class ConvFakes:
+    """cupy.cudnn (and its libcudnn), cupy and chainer._cudnn_graph as convolution_2d.py calls them. `log` holds, in
+    order, every descriptor made ("make", kind, ...) and every cuDNN or graph call with the descriptors passed."""
+
+    def __init__(self, graph_takes: bool) -> None:
+        self.log: list[tuple] = []
+        self.graph_takes = graph_takes
+        self.descs: dict[int, Desc] = {}
+        self.kept_by_forward: list[str] = []
+        lib = types.SimpleNamespace(getVersion=lambda: 91900)
+        for name in ("CUDNN_CONVOLUTION_FWD_SPECIFY_WORKSPACE_LIMIT", "CUDNN_CONVOLUTION_BWD_FILTER_SPECIFY_WORKSPACE_"
+                     "LIMIT", "CUDNN_CONVOLUTION_BWD_DATA_SPECIFY_WORKSPACE_LIMIT"):
+            setattr(lib, name, 2)
+        for name in ("getConvolutionForwardAlgorithm", "getConvolutionForwardWorkspaceSize",
+                     "getConvolutionBackwardFilterAlgorithm", "getConvolutionBackwardFilterWorkspaceSize",
+                     "getConvolutionBackwardDataAlgorithm", "getConvolutionBackwardDataWorkspaceSize"):
+            setattr(lib, name, name)  # only handed on to _lg_algorithm_and_workspace (replaced below)
+        for name in ("convolutionForward", "convolutionBackwardFilter_v3", "convolutionBackwardData_v3",
+                     "convolutionBackwardBias"):
+            setattr(lib, name, lambda *args, _name=name: self.log.append((_name, *args)))
+        self.cudnn = lib
+        self.cupy = types.SimpleNamespace(
+            empty=lambda shape, dtype: Arr(shape, numpy.dtype(dtype).char), ascontiguousarray=lambda a: a,
+            empty_like=lambda a: Arr(a.shape, a.dtype.char))
+
+    def _desc(self, kind: str, *what: Any) -> Desc:
+        desc = Desc(self.log, kind, *what)
+        self.descs[desc.value] = desc
+        return desc
+
+    def get_handle(self) -> int:
+        return 77
+
+    def _lg_scalar(self, value: int, dtype: str) -> Any:
+        return types.SimpleNamespace(data=("scalar", value, dtype))
+
+    def create_tensor_descriptor(self, arr: Arr) -> Desc:
+        return self._desc("tensor", arr.shape)
+
+    def create_filter_descriptor(self, W: Arr) -> Desc:
+        return self._desc("filter", W.shape)
+
+    def create_convolution_descriptor(self, pad: tuple, stride: tuple, dtype: Any) -> Desc:
+        return self._desc("conv", pad, stride, numpy.dtype(dtype).char)
+
+    def _lg_nchw_descriptor(self, shape: tuple, dtype: Any) -> Desc:
+        assert type(shape) is tuple
+        return self._desc("nchw", shape, numpy.dtype(dtype).char)
+
+    def add_tensor(self, *args: Any) -> None:
+        self.log.append(("add_tensor", *args))
+
+    def graph_forward(self, cupy: Any, version: int, handle: int, x: Arr, W: Arr, y: Arr, stride: tuple, pad: tuple,
+                      limit: int) -> bool:
+        self.log.append(("graph", x.shape, W.shape, y.shape, stride, pad))
+        return self.graph_takes
+
+    def algorithm_and_workspace(self, key: tuple, query: Any, size_query: Any, args: tuple, preference: int,
+                                algo: Any = None) -> tuple[int, Any]:
+        self.log.append(("algo", key[0], *args))
+        return 1, types.SimpleNamespace(size=0, data=types.SimpleNamespace(ptr=0))
+
+    def kinds(self, log: list[tuple] | None = None) -> list[tuple]:
+        """What was made, in order: (kind, ...)."""
+        return [entry[1:] for entry in (self.log if log is None else log) if entry[0] == "make"]
+
+
+def load_conv(tree: Path, step: str, fakes: ConvFakes, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """convolution_2d.py as `step` left it, imported against `fakes` (cuDNN enabled, version 9.19)."""
+    chainer = types.ModuleType("chainer")
+    cuda = types.SimpleNamespace(cudnn_enabled=True, cudnn=fakes, cupy=fakes.cupy, _lg_workspace_size_set=False)
+    utils = types.ModuleType("chainer.utils")
+    utils.conv = types.SimpleNamespace(  # type: ignore[attr-defined]
+        get_conv_outsize=lambda size, k, s, p, cover_all=False: (size + 2 * p - k) // s + 1)
+    utils.type_check = types.SimpleNamespace(same_types=lambda *args: True)  # type: ignore[attr-defined]
+    chainer.cuda, chainer.utils = cuda, utils  # type: ignore[attr-defined]
+    chainer.function = types.SimpleNamespace(Function=object)  # type: ignore[attr-defined]
+    chainer._cudnn_graph = types.SimpleNamespace(forward=fakes.graph_forward)  # type: ignore[attr-defined]
+    for name, module in {"chainer": chainer, "chainer.utils": utils}.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    namespace: dict[str, Any] = {"__name__": f"convolution_2d_at_{step.split('/')[1]}"}
+    exec(compile(text_at(tree, step, CONV), CONV, "exec"), namespace)
+    namespace["_lg_algorithm_and_workspace"] = fakes.algorithm_and_workspace
+    return namespace
+
+
+def run_conv(tree: Path, monkeypatch: pytest.MonkeyPatch, graph_takes: bool, bias: bool = True, dtype: str = "f",
+             step: str = LEAN) -> tuple[ConvFakes, Any, list[tuple], tuple]:
+    """One Convolution2DFunction (stride 2, pad 1) forward then backward; (fakes, function, forward's log, arrays)."""
+    fakes = ConvFakes(graph_takes)
+    ns = load_conv(tree, step, fakes, monkeypatch)
+    x, W = Arr((2, 3, 8, 8), dtype), Arr((4, 3, 3, 3), dtype)
+    inputs = (x, W, Arr((4,), dtype)) if bias else (x, W)
+    f = ns["Convolution2DFunction"](stride=2, pad=1)
+    (y,) = f.forward_gpu(inputs)
+    assert y.shape == (2, 4, 4, 4)
+    forward_log = list(fakes.log)
+    fakes.kept_by_forward = [name for name in ("filter_desc", "conv_desc", "bias_desc") if hasattr(f, name)]
+    f.backward_gpu(inputs, (Arr(y.shape, dtype),))
+    return fakes, f, forward_log, (*inputs, y)
+
+
+def calls(log: list[tuple], name: str) -> list[tuple]:
+    return [entry[1:] for entry in log if entry[0] == name]
+
+
+def test_lean_is_one_commit_right_after_the_graph_step(tree: Path) -> None:
+    applied = [line.split("lgpatch: ", 1)[1] for line in git(tree, "log", "--reverse", "--format=%s").splitlines()
+               if "lgpatch: " in line]
+    assert applied.index(LEAN) == applied.index(STEP) + 1
+    assert sorted(git(tree, "show", "--name-only", "--format=", commit_of(tree, LEAN)).split()) == [CONV, CUDNN]
+
+
+@pytest.mark.parametrize("dtype", ["f", "d"])
+def test_lean_graph_path_makes_no_legacy_descriptor_and_backward_makes_them(
+        tree: Path, monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
+    fakes, f, forward, (_x, W, b, y) = run_conv(tree, monkeypatch, graph_takes=True, dtype=dtype)
+    # forward: y's descriptor (the bias add's) and b's from the host cache by shape, nothing else; no legacy call
+    assert fakes.kinds(forward) == [("tensor", y.shape), ("nchw", (1, 4, 1, 1), dtype)]
+    assert not calls(forward, "convolutionForward") and not calls(forward, "algo")
+    assert fakes.kept_by_forward == []
+    bias_desc = next(d for d in fakes.descs.values() if d.kind == "nchw")
+    y_desc = next(d for d in fakes.descs.values() if d.kind == "tensor")
+    scalar = ("scalar", 1, "d" if dtype == "d" else "f")
+    assert calls(forward, "add_tensor") == [(77, scalar, bias_desc.value, b.data.ptr, scalar, y_desc.value,
+                                             y.data.ptr)]
+    # backward: the filter, convolution and bias descriptors made once (_lg_descriptors), and used
+    made = fakes.kinds(fakes.log[len(forward):])
+    assert [m for m in made if m[0] in ("filter", "conv", "nchw")] == [
+        ("filter", W.shape), ("conv", (1, 1), (2, 2), dtype), ("nchw", (1, 4, 1, 1), dtype)]
+    assert (f.filter_desc.kind, f.conv_desc.kind, f.bias_desc.kind) == ("filter", "conv", "nchw")
+    (bwd_filter,) = calls(fakes.log, "convolutionBackwardFilter_v3")
+    (bwd_data,) = calls(fakes.log, "convolutionBackwardData_v3")
+    (bwd_bias,) = calls(fakes.log, "convolutionBackwardBias")
+    assert bwd_filter[6] == f.conv_desc.value and bwd_filter[11] == f.filter_desc.value
+    assert bwd_data[2] == f.filter_desc.value and bwd_data[6] == f.conv_desc.value
+    assert bwd_bias[5] == f.bias_desc.value
+
+
+def test_lean_legacy_path_makes_the_descriptors_once_for_forward_and_backward(
+        tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fakes, f, forward, (x, W, _b, y) = run_conv(tree, monkeypatch, graph_takes=False)
+    assert fakes.kinds(forward) == [("tensor", y.shape), ("tensor", x.shape), ("filter", W.shape),
+                                    ("conv", (1, 1), (2, 2), "f"), ("nchw", (1, 4, 1, 1), "f"),
+                                    ("nchw", (1, 4, 1, 1), "f")]  # the second: the bias add's (a cache hit on GPU)
+    assert fakes.kept_by_forward == ["filter_desc", "conv_desc", "bias_desc"]
+    y_desc, x_desc = [d for d in fakes.descs.values() if d.kind == "tensor"][:2]  # the forward's
+    (fwd,) = calls(forward, "convolutionForward")
+    assert (fwd[2], fwd[3], fwd[4], fwd[5], fwd[6]) == (x_desc.value, x.data.ptr, f.filter_desc.value, W.data.ptr,
+                                                        f.conv_desc.value)
+    assert fwd[-2:] == (y_desc.value, y.data.ptr)
+    (algo,) = calls(forward, "algo")
+    assert algo == ("fwd", 77, x_desc.value, f.filter_desc.value, f.conv_desc.value, y_desc.value)
+    backward_made = fakes.kinds(fakes.log[len(forward):])
+    assert not [m for m in backward_made if m[0] in ("filter", "conv", "nchw")]  # the forward's are kept
+    assert calls(fakes.log, "convolutionBackwardBias")[0][5] == f.bias_desc.value
+
+
+@pytest.mark.parametrize("graph_takes", [True, False])
+def test_lean_without_bias_no_bias_descriptor_and_no_add(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        graph_takes: bool) -> None:
+    fakes, f, _, _ = run_conv(tree, monkeypatch, graph_takes=graph_takes, bias=False)
+    assert not [m for m in fakes.kinds() if m[0] == "nchw"] and not hasattr(f, "bias_desc")
+    assert not calls(fakes.log, "add_tensor") and not calls(fakes.log, "convolutionBackwardBias")
+    assert len(calls(fakes.log, "convolutionBackwardFilter_v3")) == 1
+    assert [m[0] for m in fakes.kinds() if m[0] in ("filter", "conv")] == ["filter", "conv"]  # once, either way
+
+
+def test_lean_checks_tell_the_step_before_apart(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The graph step alone made every legacy descriptor in forward and the bias's from a view: the checks above
+    fail on it."""
+    fakes, _, forward, (x, W, _b, y) = run_conv(tree, monkeypatch, graph_takes=True, step=STEP)
+    assert fakes.kinds(forward) == [("tensor", x.shape), ("tensor", y.shape), ("filter", W.shape),
+                                    ("conv", (1, 1), (2, 2), "f"), ("tensor", (1, 4, 1, 1))]
+
+
+def test_nchw_descriptor_is_create_tensor_descriptors_entry(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_chainer_cudnn_host_cache import Array, Binding
+    from test_chainer_cudnn_host_cache import load as load_cudnn
+
+    new, binding = load_cudnn(tree, LEAN, monkeypatch)
+    nchw = new["_lg_nchw_descriptor"]
+    first = nchw((1, 64, 1, 1), numpy.dtype("f"))
+    assert binding.sets() == [("setTensor4dDescriptor", Binding.CUDNN_TENSOR_NCHW, Binding.CUDNN_DATA_FLOAT,
+                               1, 64, 1, 1)]
+    # the entry create_tensor_descriptor finds for b[None, :, None, None], and the other way round
+    assert new["create_tensor_descriptor"](Array((1, 64, 1, 1))) is first
+    assert nchw((1, 64, 1, 1), numpy.dtype("f")) is first and len(binding.sets()) == 1
+    view = new["create_tensor_descriptor"](Array((1, 32, 1, 1), "d"))
+    assert nchw((1, 32, 1, 1), numpy.dtype("d")) is view
+    other = nchw((1, 64, 1, 1), numpy.dtype("d"))
+    assert other is not first and binding.sets()[-1] == ("setTensor4dDescriptor", Binding.CUDNN_TENSOR_NCHW,
+                                                         Binding.CUDNN_DATA_DOUBLE, 1, 64, 1, 1)
