@@ -3,6 +3,7 @@
 
     python bench/chainer_call_bench.py                         # applies chainer-1.24 into a temp folder
     python bench/chainer_call_bench.py --tree DIR --rounds 9   # DIR: a tree `lgpatch apply chainer-1.24` made
+    python bench/chainer_call_bench.py --step chainer-call-lean/call-lean   # what chainer-call-lean saves on top
 
 The workload and worker are bench/chainer_type_check_bench.py's (the inspection-style CNN, 11 Functions, 1x3x8x8
 input, inference at batch 1 on NumPy: Chainer's Python per call is the time, as on a fast GPU). Per round two fresh
@@ -24,6 +25,7 @@ from pathlib import Path
 import chainer_type_check_bench as base
 
 STEP = "chainer-call-overhead/call-fast-paths"
+OTHER_STEPS = ("chainer-call-lean/call-lean",)  # its tree without the step has call-fast-paths: what it adds
 MODES = ("cache_on", "no_check")
 PROCESSES = {"without step": "without", "with step": "with"}
 
@@ -74,7 +76,7 @@ def print_table(summary: dict, args: argparse.Namespace, info: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return base.ab_main(argv, __doc__ or "", STEP, 7, run_rounds, summarize, print_table)
+    return base.ab_main(argv, __doc__ or "", STEP, 7, run_rounds, summarize, print_table, OTHER_STEPS)
 
 
 if __name__ == "__main__":

@@ -257,9 +257,14 @@ def print_table(summary: dict, args: argparse.Namespace, info: dict) -> None:
 
 
 def ab_main(argv: list[str] | None, doc: str, step: str, default_rounds: int, run: Callable[..., dict],
-            summarize_samples: Callable[[dict], dict], table: Callable[[dict, argparse.Namespace, dict], None]) -> int:
-    """The A/B command line both Chainer CPU benches share: trees with and without `step`, rounds, table or JSON."""
+            summarize_samples: Callable[[dict], dict], table: Callable[[dict, argparse.Namespace, dict], None],
+            other_steps: tuple[str, ...] = ()) -> int:
+    """The A/B command line both Chainer CPU benches share: trees with and without `step` (or --step, one of
+    `other_steps`), rounds, table or JSON."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    if other_steps:
+        parser.add_argument("--step", default=step, choices=(step, *other_steps),
+                            help=f"the step the tree without it lacks (default {step})")
     parser.add_argument("--tree", type=Path, help="a work tree of `lgpatch apply chainer-1.24` (default: apply one)")
     parser.add_argument("--deps", type=Path, help="folder holding six and filelock (default: this Python's or pip)")
     parser.add_argument("--rounds", type=int, default=default_rounds,
@@ -271,7 +276,7 @@ def ab_main(argv: list[str] | None, doc: str, step: str, default_rounds: int, ru
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="chainer-ab-bench-"))
     try:
-        tree, without = prepare_trees(args.tree.resolve() if args.tree else None, work, step)
+        tree, without = prepare_trees(args.tree.resolve() if args.tree else None, work, getattr(args, "step", step))
         deps = prepare_deps(args.deps.resolve() if args.deps else None, work)
         summary = summarize_samples(run({"with": tree, "without": without}, deps, args))
         info = machine()

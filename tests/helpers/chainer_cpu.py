@@ -137,7 +137,7 @@ def assert_gated_to_cudnn_builds_from_cuda_9(lgpatch: Runner, step: str) -> None
         assert steps[step] is selected, (cuda, cudnn, steps)
 
 
-def assert_bench_refuses_a_tree_without(tmp_path: Path, script: str, step: str) -> None:
+def assert_bench_refuses_a_tree_without(tmp_path: Path, script: str, step: str, *options: str) -> None:
     """A CPU A/B bench given a work tree whose ledger lacks `step` stops and says so (nothing to compare)."""
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -145,7 +145,7 @@ def assert_bench_refuses_a_tree_without(tmp_path: Path, script: str, step: str) 
     (tree / "f").write_text("x\n")
     git(tree, "add", "f")
     git(tree, "commit", "-qm", "lgpatch: pristine chainer==1.24.0")
-    proc = subprocess.run([sys.executable, str(REPO / "bench" / script), "--tree", str(tree)],
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / script), "--tree", str(tree), *options],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert f"has no ledger commit for {step}" in proc.stderr

@@ -53,3 +53,14 @@ def test_table_prints_every_mode_and_the_ratios(bench, capsys: pytest.CaptureFix
 def test_a_tree_without_the_step_is_refused(tmp_path: Path) -> None:
     assert_bench_refuses_a_tree_without(tmp_path, "chainer_call_bench.py", "chainer-call-overhead/call-fast-paths")
 
+
+
+def test_step_option_names_the_step_the_other_tree_lacks(tmp_path: Path) -> None:
+    step = "chainer-call-lean/call-lean"
+    assert_bench_refuses_a_tree_without(tmp_path, "chainer_call_bench.py", step, "--step", step)
+
+
+def test_step_option_takes_only_the_steps_it_knows(bench, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        bench.main(["--step", "chainer-call-overhead/nope"])
+    assert "invalid choice" in capsys.readouterr().err
