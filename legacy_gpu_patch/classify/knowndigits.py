@@ -76,29 +76,35 @@ def _blocked(items: Any, i: int, rest: list[_Frame]) -> bool:
     return False
 
 
-def _walk(items: Any, rest: list[_Frame], joined: dict[str, bool], plain: set[str]) -> None:
+def _walk(items: Any, rest: list[_Frame], joined: dict[str, bool], plain: set[str], lead: list[int] | None = None
+          ) -> None:
     """shapes._contexts' walk: each joined run (`R d?`) into `joined` (harmless or not), each run of literals
-    holding a digit into `plain`; raises where it meets what _contexts does not know."""
+    holding a digit into `plain`, alone and (where `items` follows the run `lead`, as _contexts joins them) after
+    `lead`; raises where it meets what _contexts does not know."""
     c = _sre_constants
     run: list[int] = []
+    glue = lead or []
 
     def close() -> None:
+        nonlocal glue
         if any(ch in _DIGITS for ch in run):
             plain.add("".join(map(chr, run)).lower())
+            plain.add("".join(map(chr, glue + run)).lower())
         run.clear()
+        glue = []
 
     for i, (op, av) in enumerate(items):
         if op is c.LITERAL:
             run.append(av)
             continue
-        before = run[:]
+        before = glue + run  # the run right before this item (after `lead` where it is the first)
         close()
         on = [*rest, (items, i + 1)]
         if op is c.BRANCH:
             for b in av[1]:
-                _walk(b, on, joined, plain)
+                _walk(b, on, joined, plain, before)
         elif op is c.SUBPATTERN:
-            _walk(av[3], on, joined, plain)
+            _walk(av[3], on, joined, plain, before)
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
             body = [a for o, a in av[2]] if all(o is c.LITERAL for o, _ in av[2]) else None
             if before and body and any(ch in _DIGITS for ch in body):
