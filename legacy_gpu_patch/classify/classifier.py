@@ -19,8 +19,10 @@ bytes, a long one on a window of MATCH_WINDOW bytes around its first trigger."""
 
 from __future__ import annotations
 
+import gc
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -38,6 +40,8 @@ __all__ = [  # the classifier's public names (build, commands, report and tests 
 
 SMALL_CHUNK = 256 << 10  # below this a chunk is joined to the open line of the last one (one scan, not two)
 CHUNK = 4 << 20  # a file is read in chunks this big: with GNU grep searching them, one process per 4 MiB (grepscan)
+# the cyclic collector's first threshold while a stream is classified (fewer_collections)
+YOUNG = 20_000
 
 
 class Classifier(BatchLines):
@@ -205,21 +209,41 @@ class Classifier(BatchLines):
 
 
 # --------------------------------------------------------------------------------------------- conveniences
+@contextmanager
+def fewer_collections(young: int = YOUNG) -> Iterator[None]:
+    """The cyclic collector's first threshold raised to `young` (never lowered; left alone where collection is off)
+    while the block runs, then set back. An error-dense log's scan keeps ~20,000 learnt entries and a few objects a
+    line alive for a while: at the default threshold (700 allocations) that set off ~140 collections of the young and
+    middle generations and a full one on the bench's dense log, ~0.02 s of a ~0.65 s scan (~0.005 s here); the quiet
+    log's scan, ~10. Memory: only cyclic garbage waits longer, at most `young` container objects more."""
+    before = gc.get_threshold()
+    raise_it = gc.isenabled() and 0 < before[0] < young
+    if raise_it:
+        gc.set_threshold(young, *before[1:])
+    try:
+        yield
+    finally:
+        if raise_it:
+            gc.set_threshold(*before)
+
+
 def classify_stream(stream: BinaryIO, classifier: Classifier | None = None, chunk: int = CHUNK,
                     file: BinaryIO | None = None) -> Classifier:
     """Classify a whole stream; the classifier is closed. `file`: the regular file the stream reads from its start
-    (one GNU grep then searches it all: Classifier.search_file)."""
+    (one GNU grep then searches it all: Classifier.search_file). The collector's thresholds are raised meanwhile
+    (fewer_collections)."""
     c = classifier or Classifier()
     if file is not None:
         c.search_file(file)
     read = stream.read
     try:
-        while True:
-            data = read(chunk)
-            if not data:
-                break
-            c.feed(data)
-        c.close()
+        with fewer_collections():
+            while True:
+                data = read(chunk)
+                if not data:
+                    break
+                c.feed(data)
+            c.close()
     finally:
         c.close_search()
     return c

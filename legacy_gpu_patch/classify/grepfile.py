@@ -15,6 +15,7 @@ complete only once grep has named a line after it or ended with status 0 or 1.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 from bisect import bisect_left
@@ -26,6 +27,7 @@ __all__ = ["FileSearch"]
 
 _ENV = {"LC_ALL": "C"}
 _READ = 1 << 16
+_OFFSET = re.compile(rb"\n([0-9]+):")  # an output line's OFFSET, after the line before it (_parse)
 _COMPACT = 1 << 14  # answered entries dropped once this many have gathered (the list does not grow with the log)
 
 
@@ -117,7 +119,8 @@ class FileSearch:
 
     def _parse(self, data: bytes) -> None:
         """Take the output lines in `data`: those cut by a piece's edge one by one (_parse_cut), the whole ones in
-        between in bulk (one split, one comprehension: ~0.4 us a line, against ~1 us a line one by one)."""
+        between in bulk (one split, one findall: ~0.25 us a line, against ~0.4 us with a comprehension of `index`es
+        and ~1 us one by one)."""
         pos, end = 0, len(data)
         if self._offset >= 0 or self._head:  # the rest of an output line cut by the last piece
             nl = data.find(b"\n")
@@ -125,14 +128,17 @@ class FileSearch:
             self._parse_cut(data[:pos])
         last = data.rfind(b"\n", pos) + 1
         if last > pos:
-            # each whole line is "OFFSET:TEXT" (a log line holds no newline); a line without a colon, or whose
-            # offset is not a number, is not grep -b's output (ValueError); OFFSET's length is the colon's index k,
-            # TEXT's is len(q) - k - 1
-            index = bytes.index
+            # each whole line is "OFFSET:TEXT" (a log line holds no newline), OFFSET digits: the first one's OFFSET
+            # read here, every later one's by one findall of "\n" OFFSET ":" (sre skips to each newline at C speed);
+            # a line not so made is not grep -b's output (ValueError: fewer OFFSETs than lines); TEXT's length is
+            # the line's less OFFSET's and the colon
+            colon = data.index(b":", pos, last - 1)
+            offsets = [data[pos:colon], *_OFFSET.findall(data, pos, last - 1)]
             lines = data[pos : last - 1].split(b"\n")
-            colons = [index(q, b":") for q in lines]
-            self._starts += map(int, map(bytes.__getitem__, lines, map(slice, colons)))
-            self._lengths += map(sub, map(sub, map(len, lines), colons), repeat(1))
+            if len(offsets) != len(lines) or not offsets[0].isdigit():
+                raise ValueError("not grep -b's output")
+            self._starts += map(int, offsets)
+            self._lengths += map(sub, map(sub, map(len, lines), map(len, offsets)), repeat(1))
             pos = last
         if pos < end:
             self._parse_cut(data[pos:])
@@ -149,7 +155,10 @@ class FileSearch:
                     if len(self._head) > 24:
                         raise ValueError("no offset")
                     return
-                self._offset = int(self._head + data[pos:colon])
+                digits = self._head + data[pos:colon]
+                if not digits.isdigit():  # as _parse reads OFFSET: digits alone
+                    raise ValueError("no offset")
+                self._offset = int(digits)
                 self._head, self._length, pos = b"", 0, colon + 1
             nl = data.find(b"\n", pos)
             if nl < 0:

@@ -76,29 +76,35 @@ def _blocked(items: Any, i: int, rest: list[_Frame]) -> bool:
     return False
 
 
-def _walk(items: Any, rest: list[_Frame], joined: dict[str, bool], plain: set[str]) -> None:
+def _walk(items: Any, rest: list[_Frame], joined: dict[str, bool], plain: set[str], lead: list[int] | None = None
+          ) -> None:
     """shapes._contexts' walk: each joined run (`R d?`) into `joined` (harmless or not), each run of literals
-    holding a digit into `plain`; raises where it meets what _contexts does not know."""
+    holding a digit into `plain`, alone and (where `items` follows the run `lead`, as _contexts joins them) after
+    `lead`; raises where it meets what _contexts does not know."""
     c = _sre_constants
     run: list[int] = []
+    glue = lead or []
 
     def close() -> None:
+        nonlocal glue
         if any(ch in _DIGITS for ch in run):
             plain.add("".join(map(chr, run)).lower())
+            plain.add("".join(map(chr, glue + run)).lower())
         run.clear()
+        glue = []
 
     for i, (op, av) in enumerate(items):
         if op is c.LITERAL:
             run.append(av)
             continue
-        before = run[:]
+        before = glue + run  # the run right before this item (after `lead` where it is the first)
         close()
         on = [*rest, (items, i + 1)]
         if op is c.BRANCH:
             for b in av[1]:
-                _walk(b, on, joined, plain)
+                _walk(b, on, joined, plain, before)
         elif op is c.SUBPATTERN:
-            _walk(av[3], on, joined, plain)
+            _walk(av[3], on, joined, plain, before)
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
             body = [a for o, a in av[2]] if all(o is c.LITERAL for o, _ in av[2]) else None
             if before and body and any(ch in _DIGITS for ch in body):
@@ -141,21 +147,39 @@ def digits_follow(low: str, s: str) -> bool:
 
 
 def digit_test(tests: tuple[str, ...]) -> Any:
-    """How a line (lowered) is searched for one of an entry's digit strings `tests`: those of them holding no other
-    (`c2672` is held where `672` is), as a tuple for a loop of `in`s, or, for more than FEW of them, one search of
-    their trie (rules._any_of: ~0.8 us against ~1.1-1.7 us for cuSPARSE's 13 and no-matching-function's 15 strings).
-    Per tuple, once; kept in the entry (known.py), so that a line's test hashes no tuple."""
+    """How a line (lowered) is searched for an entry's digit strings `tests`: a line it finds nothing in holds none
+    of them; where it finds something, the run tests the strings themselves (KnownLines._digits_held). Those of them
+    holding no other (`c2672` is held where `672` is); where there are several and a piece holding a digit is in
+    each (`c2` of no-matching-function's `error c2`, `c2672`, ...: _common_piece), that piece alone, one `in` that
+    few lines pass (a digit-free piece, cuSPARSE's `sr`, is in most lines of the entry); else the strings as a tuple
+    for a loop of `in`s, or, for more than FEW of them, one search of their trie (rules._any_of: ~0.8 us against
+    ~1.1-1.7 us for cuSPARSE's 13 strings). Per tuple, once; kept in the entry (known.py), so that a line's test
+    hashes no tuple."""
     found: Any = _TESTS.get(tests)
     if found is None:
         if len(_TESTS) >= MAX_SHAPES:
             _TESTS.clear()
         least = tuple(holding_no_other(tests))
-        found = _TESTS[tests] = least if len(least) <= FEW else _any_of(set(least))
+        piece = _common_piece(least) if len(least) > 1 else None
+        found = (piece,) if piece is not None else least if len(least) <= FEW else _any_of(set(least))
+        _TESTS[tests] = found
     return found
 
 
+def _common_piece(strings: tuple[str, ...]) -> str | None:
+    """The longest string of two characters or more, holding a digit, that each of `strings` holds, else None."""
+    short = min(strings, key=len)
+    for size in range(len(short), 1, -1):
+        for i in range(len(short) - size + 1):
+            piece = short[i : i + size]
+            if any(ch in "0123456789" for ch in piece) and all(piece in s for s in strings):
+                return piece
+    return None
+
+
 def holds_test(low: str, test: Any) -> bool:
-    """Whether `low` holds one of the strings a digit_test() searches for (the count run writes this out)."""
+    """Whether digit_test()'s search `test` finds something in `low` (the count run writes this out); where it does
+    not, `low` holds none of the entry's strings."""
     if test.__class__ is tuple:
         for t in test:  # noqa: SIM110 - a loop, not any(genexpr): a generator costs more than the few `in`s
             if t in low:

@@ -260,8 +260,8 @@ def prepare(rules: RuleSet) -> Prepared:
 
 def _code() -> list[Path]:
     here = Path(__file__).resolve().parent
-    return [here / name for name in ("prepare.py", "fastpath.py", "keygate.py", "shapes.py", "normalize.py",
-                                       "casefold.py", "pathfold.py", "pathcontext.py", "pathstart.py")]
+    return [here / name for name in ("prepare.py", "fastpath.py", "keygate.py", "shapes.py", "digitruns.py",
+                                       "normalize.py", "casefold.py", "pathfold.py", "pathcontext.py", "pathstart.py")]
 
 
 @lru_cache(maxsize=8)

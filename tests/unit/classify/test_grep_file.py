@@ -154,7 +154,9 @@ def test_grep_output_cut_anywhere_is_parsed_as_line_by_line(seed: int) -> None:
     assert _parsed(pieces) == (want, False)
 
 
-@pytest.mark.parametrize("bad", [b"12:ok\nxx:no offset\n", b"12:ok\n\n", b"12:ok\nnocolon\n13:ok\n", b"1" * 30])
+@pytest.mark.parametrize("bad", [b"12:ok\nxx:no offset\n", b"12:ok\n\n", b"12:ok\nnocolon\n13:ok\n", b"1" * 30,
+                                 b"x1:ok\n12:ok\n", b":ok\n12:ok\n", b"12:ok\n 13:ok\n14:ok\n", b"+12:ok\n13:ok\n",
+                                 b"12:ok\n1_3:ok\n14:ok\n", b"nocolon\n12:ok\n"])
 def test_output_that_is_not_grep_offsets_fails_the_search(bad: bytes) -> None:
     for cut in range(len(bad) + 1):
         pieces = [p for p in (bad[:cut], bad[cut:]) if p]

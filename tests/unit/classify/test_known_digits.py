@@ -67,6 +67,18 @@ def test_a_joined_digit_that_a_digit_or_the_end_may_follow_is_not(pattern: str) 
     assert "csrmm2" not in harmless_contexts(pattern, 0, ())
 
 
+@pytest.mark.parametrize("pattern, contexts, harmless", [
+    (r"x(?:y2?\b|z)", ("xy2",), {"xy2"}),  # a branch's first run joined after the run before it, as digit_contexts
+    (r"w(?:xy2?\b|z)", ("wxy2",), {"wxy2"}),
+    (r"x(?:y2|z)|xy2?\b", ("xy2",), set()),  # `xy2` is also a plain run (joined through the branch): not harmless
+    (r"error C(?:2665|2672)\b", ("error c26", "error c2665", "error c2672"), set()),
+])
+def test_runs_joined_through_a_branch_are_read_as_digit_contexts_reads_them(
+        pattern: str, contexts: tuple[str, ...], harmless: set[str]) -> None:
+    assert digit_contexts(re.compile(pattern), ()) == contexts
+    assert harmless_contexts(pattern, 0, ()) == harmless
+
+
 def test_the_shipped_rules_harmless_strings() -> None:
     c = Classifier()
     found = harmless_strings(c.rules, prepared(c.rules).lead, c._aware_runs)

@@ -182,8 +182,15 @@ def test_the_literal_index_selects_the_rules_whose_literals_a_line_holds() -> No
 
 
 @pytest.mark.parametrize("pattern, prefilter, runs", [
-    (r"cusparse(?:csr2csc|mv)\w*", (), ("csr2csc",)),
-    (r"error MSB(?:3721|3073)\b", ("error",), ("error msb3", "721", "073")),  # sre moves the common 3 out
+    # a branch's alternative right after a run of literals: its first run joined after that run
+    (r"cusparse(?:csr2csc|mv)\w*", (), ("cusparsecsr2csc",)),
+    (r"error MSB(?:3721|3073)\b", ("error",), ("error msb3", "error msb3721", "error msb3073")),  # sre moves the 3 out
+    (r"error C(?:2672|2665)\b", ("c2665",), ("error c26", "error c2672", "error c2665", "c2665")),
+    (r"int(8|16)_t", (), ("int8", "int16")),  # a group's body: joined too
+    (r"x(?:\w2|3)", (), ("2", "x3")),  # an alternative that starts with a class: its later run alone
+    (r"a(?:b(?:c1|d2))", (), ("abc1", "abd2")),  # sre writes it ab(?:c1|d2)
+    (r"a(b(c1|d2)|e3)", (), ("abc1", "abd2", "ae3")),  # groups: joined through each
+    (r"cusparse(?:S|D)?(csrmm2?)", (), ("csrmm2",)),  # after a repeat: nothing before it to join
     (r"LNK1181: cannot open", ("lnk1181",), ("lnk1181: cannot open", "lnk1181")),
     (r"sm_[0-5]\d", (), None),  # a class with some digits
     (r"(?P<a>\w)(?P=a)", (), None),  # a back-reference
@@ -201,6 +208,13 @@ def test_digit_contexts(pattern: str, prefilter: tuple[str, ...], runs: tuple[st
     ('x.cu(1): error: identifier "cusparseScsr3csc" is undefined',  # no run: the unit is skipped for the shape
      'x.cu(1): error: identifier "cusparseScsr2csc" is undefined'),  # ...and this line holds `csr2csc`
     ("x.cpp:1:1: error MSB3722: nothing", "x.cpp:1:1: error MSB3721: nothing"),
+    # `665` in the line but not after `error C2`: the joined run is not held, the shape's decision holds
+    ("x.cpp:12:3: error: no matching function for call to 'launch4665(double*, float)'",
+     "x.cpp:12:3: error: no matching function for call to 'launch4672(double*, float)'"),
+    ("x.cpp:12:3: error: no matching function for call to 'launch4665(double*, float)'",
+     "x.cpp(12): error C2665: 'launch4665': no overloaded function could convert all the argument types"),
+    ("x.cpp(12): error C2666: 'launch': no overloaded function",
+     "x.cpp(12): error C2665: 'launch': no overloaded function"),
     ("/usr/bin/ld: cannot find -lcusparse9", "LINK : fatal error LNK1181: cannot open input file 'x.lib'"),
     # a 2 elsewhere in the line, not after csrmm: the shape's decision holds; then one with csrmm2
     ('x2.cu(1): error: identifier "cusparseScsrmm7" is undefined',
