@@ -186,6 +186,113 @@ def test_what_call_lean_reads_in_place_behaves_as_before(trees: ChainerTrees) ->
     assert out["pools"]["int_out"][0] == "ok" and out["pools"]["int64_out"][0] == "ok"
 
 
+# _never_names_its_instance on checks that read their instance in every way a function can, and on ones that
+# do not; the classes Chainer's own inference uses; a class whose check is replaced is looked at again.
+SCAN = """
+from chainer import _type_check_cache as cache
+from chainer.functions.activation.relu import ReLU
+from chainer.functions.array.reshape import Reshape
+import sys as system
+
+
+def plain(self, in_types):
+    type_check.expect(in_types.size() == 1, in_types[0].ndim == 4)
+
+
+def direct(self, in_types):
+    type_check.expect(in_types[0].ndim == self.ndim)
+
+
+def stored(self, in_types):
+    self = None
+    return in_types
+
+
+def deleted(self, in_types):
+    del self
+
+
+def closure(self, in_types):
+    return (lambda: self)()
+
+
+def comprehension(self, in_types):
+    return [self for _ in in_types]
+
+
+class Base(object):
+    def check_type_forward(self, in_types):
+        return in_types
+
+
+class Sub(Base):
+    def check_type_forward(self, in_types):
+        super().check_type_forward(in_types)
+
+
+def frame_locals(self, in_types):
+    return locals()
+
+
+def frame_vars(self, in_types):
+    return vars()
+
+
+def by_eval(self, in_types):
+    return eval('in_types')
+
+
+def by_frame(self, in_types):
+    return sys._getframe()
+
+
+def attribute_named_eval(self, in_types):
+    return in_types.eval()
+
+
+cases = {name: cache._never_names_its_instance(f) for name, f in (
+    ("plain", plain), ("direct", direct), ("stored", stored), ("deleted", deleted), ("closure", closure),
+    ("comprehension", comprehension), ("super", Sub.check_type_forward), ("locals", frame_locals),
+    ("vars", frame_vars), ("eval", by_eval), ("frame", by_frame), ("attribute_named_eval", attribute_named_eval),
+    ("builtin", len))}
+x = numpy.zeros((2, 3), 'f')
+forms = [len(cache.key(ReLU(), (x,))), len(cache.key(Reshape((3, 2)), (x,)))]
+original = ReLU.check_type_forward
+try:
+    ReLU.check_type_forward = direct
+    forms.append(len(cache.key(ReLU(), (x,))))
+finally:
+    ReLU.check_type_forward = original
+forms.append(len(cache.key(ReLU(), (x,))))
+print(json.dumps({"cases": cases, "forms": forms}))
+"""
+
+
+def test_a_check_that_never_names_its_instance_is_keyed_by_its_inputs_alone(trees: ChainerTrees) -> None:
+    out = run_chainer(trees, trees.patched, SCAN)
+    assert out["cases"] == {"plain": True, "direct": False, "stored": False, "deleted": False, "closure": False,
+                            "comprehension": False, "super": False, "locals": False, "vars": False, "eval": False,
+                            "frame": False, "attribute_named_eval": True, "builtin": False}
+    # ReLU: class and inputs; Reshape's check reads self.shape (a tuple: the pair form); a replaced check is read
+    # again (self.ndim: the fast form), and the original once more.
+    assert out["forms"] == [2, 3, 5, 2]
+
+
+def test_a_remembered_check_still_tells_attributes_apart_where_it_reads_them(trees: ChainerTrees) -> None:
+    code = """
+    from chainer.functions.array.expand_dims import ExpandDims
+    x = numpy.zeros((2, 3), 'f')
+    out = {"expand": [checks(lambda: F.expand_dims(x, 2)), checks(lambda: F.expand_dims(x, 2)),
+                      checks(lambda: F.expand_dims(x, 4)), checks(lambda: F.expand_dims(x, 4))],
+           "reshape": [checks(lambda: F.reshape(x, (6,))), checks(lambda: F.reshape(x, (6,))),
+                       checks(lambda: F.reshape(x, (7,)))]}
+    print(json.dumps(out))
+    """
+    out = same_in_both(trees, code)
+    assert [n for _, n in out["expand"]] == [1, 0, 1, 1] and out["expand"][2][0].startswith("InvalidType")
+    assert [n for _, n in out["reshape"]] == [1, 0, 1] and out["reshape"][2][0].startswith("InvalidType")
+
+
 def test_fewer_python_calls_per_inference(trees: ChainerTrees) -> None:
     patched = run_chainer(trees, trees.patched, overhead.CALLS)
     before = run_chainer(trees, trees.without_step, overhead.CALLS)

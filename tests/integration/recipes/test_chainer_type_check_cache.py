@@ -1,7 +1,8 @@
 """chainer-type-check-cache on the real Chainer 1.24.0 sdist, run on the CPU (NumPy) from the patched work tree.
 
-A passed forward type check is remembered per (class, input arrays, instance attributes); everything a check can
-tell apart must give another key. Each case runs in both trees — the whole recipe, and the same ledger with this
+A passed forward type check is remembered per (class, input arrays, instance attributes) — per (class, input
+arrays) where the class's check never names its instance (chainer-call-lean); everything a check can tell apart must
+give another key. Each case runs in both trees — the whole recipe, and the same ledger with this
 step reverted (Chainer as it was) — and the outcomes, error messages included, must be the same; the count of
 checks that actually ran (`type_check.get_types` calls) shows where the patched tree answered from its cache.
 """
@@ -89,17 +90,31 @@ def test_another_configuration_is_checked_again(trees: ChainerTrees) -> None:
     assert [o == "ok" for o, _ in patched["sum"]] == [True, True, False, True, False, True]
     assert [n for _, n in patched["sum"]] == [1, 0, 1, 1, 1, 1]
     assert [o == "ok" for o, _ in patched["transpose"]] == [True, True, False, True]
-    assert [n for _, n in patched["transpose"]] == [1, 0, 1, 1]
-    assert [n for _, n in patched["stride"]] == [1, 1, 0, 0, 1]
+    # Transpose's check reads no self (only the dtype: wrong axes fail in forward, in both trees alike), so the
+    # input alone is its key.
+    assert [n for _, n in patched["transpose"]] == [1, 0, 0, 0]
+    # Convolution2DFunction's check never reads its instance: another stride cannot change its outcome.
+    assert [n for _, n in patched["stride"]] == [1, 0, 0, 0, 0]
 
 
 KEYS = """
 from chainer import _type_check_cache as cache
+from chainer.functions.array.expand_dims import ExpandDims
 args = (numpy.zeros(2, 'f'),)
-keys = [cache.key(F.ReLU(v), args) for v in (True, 1, 1.0, 0.0, -0.0, (1, (2.0, 'a')), (1, (2, 'a')))]
+
+
+def reads_self(value):  # ExpandDims' check reads self.axis: its key holds the attributes
+    f = ExpandDims(0)
+    f.extra = value
+    return f
+
+
+values = (True, 1, 1.0, 0.0, -0.0, (1, (2.0, 'a')), (1, (2, 'a')))
+keys = [cache.key(reads_self(v), args) for v in values]
 out = {"keys": len(set(keys)), "none": [k is None for k in keys],
+       "relu_keys": len({cache.key(F.ReLU(v), args) for v in values}),  # its check reads no self
        "dtypes": len({cache.key(F.ReLU(), (numpy.zeros(2, d),)) for d in ('l', 'q', 'f', 'd')}),
-       "not_plain": [cache.key(F.ReLU(v), args) is None
+       "not_plain": [cache.key(reads_self(v), args) is None
                      for v in (numpy.float32(1), [1], {}, slice(1), (1, [2]), numpy.zeros(1), frozenset())],
        "other_arrays": [cache.key(F.ReLU(), a) is None for a in ((numpy.zeros(2, '>f4'),), (numpy.matrix([1]),),
                                                                  ([1.0],), (None,))]}
@@ -112,6 +127,7 @@ def test_keys_tell_apart_what_python_equates_and_refuse_other_values(trees: Chai
     # True, 1 and 1.0 are equal keys in Python, 0.0 and -0.0 too; int64 is two dtypes ('l', 'q'); a check can
     # tell each apart (type, sign, dtype.char), so each must be its own key.
     assert out["keys"] == 7 and not any(out["none"])
+    assert out["relu_keys"] == 1
     assert out["dtypes"] == 4
     assert all(out["not_plain"]), out["not_plain"]
     assert all(out["other_arrays"]), out["other_arrays"]
@@ -145,8 +161,11 @@ class WritingCheck(UserFunction):
 WritingCheck.__module__ = "chainer.functions.probe"  # as if Chainer's own, but its check changes the instance
 out["user"] = [checks(lambda: UserFunction(2)(numpy.zeros(2, 'f'))) for _ in range(3)]
 out["writing"] = [checks(lambda: WritingCheck(2)(numpy.zeros(2, 'f'))) for _ in range(3)]
-reused = F.ReLU()
+from chainer.functions.array.expand_dims import ExpandDims
+reused = ExpandDims(0)
 out["reused"] = [checks(lambda: reused(numpy.zeros(3, 'f'))) for _ in range(3)]
+reused_relu = F.ReLU()  # holds its inputs after a call too, but its check reads no self
+out["reused_relu"] = [checks(lambda: reused_relu(numpy.zeros(3, 'f'))) for _ in range(3)]
 out["size"] = cache_size()
 print(json.dumps(out))
 """
@@ -160,5 +179,7 @@ def test_functions_with_other_values_are_checked_on_every_call(trees: ChainerTre
     # Upsampling2D's check reads its indexes array: the same input with other indexes must still fail.
     assert [o.split(":")[0] for o, _ in patched["upsampling"]] == ["ok", "ok", "InvalidType"]
     assert patched["get_item"][2][0].startswith("InvalidType")
-    # The reused ReLU: its first call (fresh instance, plain attributes) is remembered, later ones hold `inputs`.
-    assert patched["size"] == 1
+    # The reused ExpandDims: its first call (fresh instance, plain attributes) is remembered, later ones hold
+    # `inputs`; the reused ReLU's key is its class and input, whatever it holds.
+    assert [n for _, n in patched["reused_relu"]] == [1, 0, 0]
+    assert patched["size"] == 2
