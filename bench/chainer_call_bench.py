@@ -8,8 +8,9 @@
 The workload and worker are bench/chainer_type_check_bench.py's (the inspection-style CNN, 11 Functions, 1x3x8x8
 input, inference at batch 1 on NumPy: Chainer's Python per call is the time, as on a fast GPU). Per round two fresh
 processes, their order flipped every round: the tree WITHOUT the step (the same ledger with the
-chainer-call-overhead commit reverted by git: the type-check cache on, the call path as it was) and the tree WITH
-it (the whole recipe). Each alternates two modes in blocks: cache_on (the recipe's default) and no_check
+chainer-call-overhead commit reverted by git, and chainer-call-lean's call-lean, which edits its lines, with it:
+the type-check cache on, the call path as it was; bench/_ledger_revert.py, named on stderr) and the tree WITH it
+(the whole recipe). Each alternates two modes in blocks: cache_on (the recipe's default) and no_check
 (Function.type_check_enable off). Prints per (process, mode) the median and range of ms per inference over the
 rounds and the Python calls per inference (sys.setprofile "call" events, counted after the timing), and per mode
 the medians of the per-round ratio with / without and of the difference in ms.

@@ -10,9 +10,10 @@ batch 1, NumPy arrays: each Function's arithmetic is a few microseconds, so the 
 as it is on a fast GPU. Chainer runs from the work tree itself (its Python code; CuPy is neither built nor needed).
 
 Per round two fresh processes, their order flipped every round: the tree WITHOUT the step (the same ledger
-with the chainer-type-check-cache commit reverted by git: Chainer as it was) and the tree WITH it (the whole
-recipe). Each process alternates its modes in blocks of --block inferences (a busy moment of the shared machine
-hits all modes alike) and reports each mode's median block:
+with the chainer-type-check-cache commit reverted by git: Chainer as it was; the later steps that edit its lines,
+chainer-call-overhead's and chainer-call-lean's, are reverted with it and named on stderr: bench/_ledger_revert.py)
+and the tree WITH it (the whole recipe). Each process alternates its modes in blocks of --block inferences (a busy
+moment of the shared machine hits all modes alike) and reports each mode's median block:
   without step   check (as it was), no_check (Function.type_check_enable off, what CHAINER_TYPE_CHECK=0 does)
   with step      cache_on (the default), cache_off (Function.type_check_cache_enable off, what
                  CHAINER_TYPE_CHECK_CACHE=0 does: checks on every call), no_check
@@ -39,6 +40,8 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+import _ledger_revert
 
 STEP = "chainer-type-check-cache/forward-check-cache"
 
@@ -155,13 +158,16 @@ def prepare_trees(tree: Path | None, work: Path, step: str = STEP) -> tuple[Path
         sys.exit(f"chainer_type_check_bench: {tree} has no ledger commit for {step} (apply chainer-1.24 with a "
                  "CUDA >= 9.0 parameter, the default)")
     without = work / "without-step"
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
-    for argv in (["git", "clone", "-q", str(tree), str(without)],
-                 ["git", "-C", str(without), "revert", "--no-edit", commits[0]]):
-        proc = _run(argv, env=env)
-        if proc.returncode != 0:
-            _fail(" ".join(argv[:3]), proc)
+    proc = _run(["git", "clone", "-q", str(tree), str(without)])
+    if proc.returncode != 0:
+        _fail("git clone", proc)
+    try:
+        reverted = _ledger_revert.revert_step(without, commits[0])
+    except _ledger_revert.RevertError as error:
+        sys.exit(f"chainer_type_check_bench: {error}")
+    if len(reverted) > 1:  # what "without step" means in this run: said once, beside the progress lines
+        print(f"without step: the tree without {', '.join(reverted)} (later steps edit {step}'s lines)",
+              file=sys.stderr)
     return tree, without
 
 

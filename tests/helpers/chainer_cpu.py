@@ -7,12 +7,13 @@ extension modules are not built, so `chainer.cuda.available` is False and every 
 Trees: `lgpatch apply chainer-1.24 --strict` of the real sdist (helpers.ptx_support.apply: the sdist from the local
 downloads folder or LGPATCH_CHAINER_SDIST, else PyPI), and the same ledger with one step reverted by git: the
 recipe without that step, for comparing against Chainer as it was. Where a later step edits the same lines (the
-plain revert conflicts), the fewest such later steps, newest first, are reverted before it: the recipe without the
-step and what builds on it (ChainerTrees.reverted names them all).
+plain revert conflicts), those later steps nearest it are reverted too (bench/_ledger_revert.py): the recipe
+without the step and what builds on it (ChainerTrees.reverted names them all).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,35 +60,17 @@ def chainer_trees(root: Path, step: str) -> ChainerTrees:
     assert len(commits) == 1, f"one ledger commit for {step} expected, found {commits}"
     without = root / "without-step"
     git(root, "clone", "-q", str(tree), str(without))
-    reverted = _revert_with_dependents(without, commits[0])
+    reverted = ledger_revert().revert_step(without, commits[0])
     return ChainerTrees(tree, without, _deps(root), applied, reverted)
 
 
-def _files(tree: Path, commit: str) -> set[str]:
-    return set(git(tree, "show", "--name-only", "--format=", commit).split())
-
-
-def _revert_with_dependents(tree: Path, commit: str) -> tuple[str, ...]:
-    """Reverts `commit`, first reverting the fewest later ledger commits on its files (newest first) that a plain
-    revert needs; returns the reverted steps' names, the given one last."""
-    newer = git(tree, "log", "--format=%H %s", f"{commit}..HEAD").splitlines()  # newest first
-    files = _files(tree, commit)
-    later = [line.split(" ", 1) for line in newer if files & _files(tree, line.split()[0])]
-    head = git(tree, "rev-parse", "HEAD").strip()
-    for count in range(len(later) + 1):
-        # the later ones nearest the step are the likeliest to overlap it: try them first
-        chosen = later[len(later) - count:]
-        try:
-            for sha, _ in chosen:
-                git(tree, "revert", "--no-edit", sha)
-            git(tree, "revert", "--no-edit", commit)
-        except subprocess.CalledProcessError:
-            subprocess.run(["git", "revert", "--abort"], cwd=tree, capture_output=True)
-            git(tree, "reset", "-q", "--hard", head)
-            continue
-        step = git(tree, "log", "-1", "--format=%s", commit).strip()
-        return (*[subject.removeprefix("lgpatch: ") for _, subject in chosen], step.removeprefix("lgpatch: "))
-    raise AssertionError(f"{commit} cannot be reverted, even with the later steps on its files: {later}")
+def ledger_revert() -> Any:
+    """bench/_ledger_revert.py: the benches' and these tests' one way to take a step out of a ledger."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        return importlib.import_module("_ledger_revert")
+    finally:
+        sys.path.remove(str(REPO / "bench"))
 
 
 PRELUDE = """\
