@@ -19,6 +19,7 @@ from legacy_gpu_patch.classify.match import Matcher
 from legacy_gpu_patch.classify.normalize import _PY_EXC_RE, LOCAL_MARK, context_text, location, strip_prefixes
 from legacy_gpu_patch.classify.rules import Rule, RuleSet
 from legacy_gpu_patch.classify.shapes import RuleMatch
+from legacy_gpu_patch.classify.srecache import compile_re
 
 __all__ = ["Collector"]
 
@@ -47,17 +48,17 @@ class _Pending:
     match: RuleMatch
 
 
-_NEW_MESSAGE_RE = re.compile(
+_NEW_MESSAGE_RE = compile_re(
     r"^(?:\S+:\d+(?::\d+)?:|\S+\(\d+(?:,\d+)?\)\s*:|(?:fatal )?error\b|warning\b|note\b|In file included|"
     r"\[[ \t]*\d+%\]|\[\d+/\d+\]|(?:g?make|ninja)(?:\[\d+\])?:|FAILED:|--|\*\*|Traceback|CMake|#)",
     re.IGNORECASE,
 )
 
 # nvcc continues a message on indented lines of its own: "argument types are: (double *, double)"
-_NVCC_CONTINUED = re.compile(r"(?:argument types are|object type is):")
+_NVCC_CONTINUED = compile_re(r"(?:argument types are|object type is):")
 
 # a line with its own severity marker starts a message of its own (it does not continue a wrapped one)
-_MARKER_RE = re.compile(r"\b(?:error|warning|fatal|note)\b[ \t]*:|[a-z](?:Error|Exception|Warning):")
+_MARKER_RE = compile_re(r"\b(?:error|warning|fatal|note)\b[ \t]*:|[a-z](?:Error|Exception|Warning):")
 
 
 def _starts_before(m: RuleMatch, seam: int) -> bool:

@@ -8,9 +8,10 @@ before warnings, root causes before consequences ("make: *** Error 1"), specific
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from legacy_gpu_patch.classify.srecache import compile_re
 
 __all__ = ["Finding", "Occurrence", "baseline_key", "rank_key"]
 
@@ -87,12 +88,12 @@ def rank_key(f: Finding) -> tuple[bool, bool, bool, int]:
 # line and column numbers, temporary names, addresses, timings, counters. Stripped before findings of a failed build
 # are compared with those of a passing one (see baseline.py).
 _BASELINE_SUBS = (
-    (re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.+@~-]+)+[\\/]"), ""),  # directories of a path: the file name stays
-    (re.compile(r"/tmp/[\w.-]+|\btmp[\w-]*\b|\b(?:cc|tmpxft_)[\w]{6,}\b"), "<tmp>"),
-    (re.compile(r"\b0x[0-9a-f]+\b"), "<addr>"),
-    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|seconds|min)\b"), "<time>"),
-    (re.compile(r"(?<=[:(,])\d+\b|\bline \d+\b|\[\s*\d+%\]|\[\d+/\d+\]"), "<n>"),
-    (re.compile(r"\s+"), " "),
+    (compile_re(r"(?:[A-Za-z]:)?(?:[\\/][\w.+@~-]+)+[\\/]"), ""),  # directories of a path: the file name stays
+    (compile_re(r"/tmp/[\w.-]+|\btmp[\w-]*\b|\b(?:cc|tmpxft_)[\w]{6,}\b"), "<tmp>"),
+    (compile_re(r"\b0x[0-9a-f]+\b"), "<addr>"),
+    (compile_re(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|seconds|min)\b"), "<time>"),
+    (compile_re(r"(?<=[:(,])\d+\b|\bline \d+\b|\[\s*\d+%\]|\[\d+/\d+\]"), "<n>"),
+    (compile_re(r"\s+"), " "),
 )
 
 

@@ -33,6 +33,7 @@ from legacy_gpu_patch.classify.casefold import SpanMatch, _shifted
 from legacy_gpu_patch.classify.pathfold import FOLD_TOKEN
 from legacy_gpu_patch.classify.rules import _any_of
 from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, NOT_FOLDED, TEXT_TO_ZERO, ShapeCache, shape_of
+from legacy_gpu_patch.classify.srecache import compile_re
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports shapes.py, which imports this module)
     from legacy_gpu_patch.classify.match import Matcher
@@ -41,9 +42,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports shapes.py,
 __all__ = ["NOT_FOLDED", "PathFold", "unit_contexts"]
 
 # how a lowered string that starts in a location's path and covers its `:`/`(` and first digit starts (located.py)
-_PAST_HEAD = re.compile(r"[a-z0-9_./+-]+[:(][0-9]")
-_ASCII_DIGIT = re.compile(r"[0-9]")
-_PATH_ONLY = re.compile(r"[a-z0-9_./+-]+")  # a string that a fold token may be made of (pathfold's PATH)
+_PAST_HEAD = compile_re(r"[a-z0-9_./+-]+[:(][0-9]")
+_ASCII_DIGIT = compile_re(r"[0-9]")
+_PATH_ONLY = compile_re(r"[a-z0-9_./+-]+")  # a string that a fold token may be made of (pathfold's PATH)
 # per unit: None (aware on every head) or (its pattern's path contexts, its prefilter literals that can start in a
 # path), lowered
 _Units = tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]
@@ -126,7 +127,7 @@ class PathFold:
         strings = sorted({*regex, *literals})
         # each string a head holds, in one search (a trie, as prepare.LiteralIndex searches a line): the longest
         # string found at each position stands for every string it starts with, and so for all it contains
-        self._finder = re.compile("(?=(" + _trie(strings) + "))").findall if strings else None
+        self._finder = compile_re("(?=(" + _trie(strings) + "))").findall if strings else None
         self._contained = {x: frozenset(o for o in strings if o in x) for x in strings}
         self.digit_shapes = tuple({x.translate(TEXT_TO_ZERO) for x in strings if any(ch.isdigit() for ch in x)})
         # the unit of each rule a hit can name (a merged lead step's members: the step's)

@@ -15,7 +15,6 @@ complete only once grep has named a line after it or ended with status 0 or 1.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import subprocess
 from bisect import bisect_left
@@ -23,11 +22,13 @@ from itertools import repeat
 from operator import sub
 from typing import IO, Any
 
+from legacy_gpu_patch.classify.srecache import compile_re
+
 __all__ = ["FileSearch"]
 
 _ENV = {"LC_ALL": "C"}
 _READ = 1 << 16
-_OFFSET = re.compile(rb"\n([0-9]+):")  # an output line's OFFSET, after the line before it (_parse)
+_OFFSET = compile_re(rb"\n([0-9]+):")  # an output line's OFFSET, after the line before it (_parse)
 _COMPACT = 1 << 14  # answered entries dropped once this many have gathered (the list does not grow with the log)
 
 

@@ -15,7 +15,6 @@ candidate lines (tests/unit/classify/test_grep_accelerator.py).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import threading
 from functools import lru_cache
@@ -28,12 +27,25 @@ _ERE_SPECIAL = frozenset(b"\\.[]()*+?{}|^$")
 _ENV = {"LC_ALL": "C"}  # bytes, not characters: no locale, no decoding errors
 
 
+def _which(name: str) -> str | None:
+    """shutil.which(name) on POSIX, without importing shutil (and bz2, lzma, fnmatch with it) at every start."""
+    if os.name != "posix":
+        import shutil
+
+        return shutil.which(name)
+    for folder in os.get_exec_path():
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 @lru_cache(maxsize=1)
 def gnu_grep() -> str | None:
     """The path of GNU grep, or None (not installed, another grep, or LGPATCH_CLASSIFY_GREP=0)."""
     if os.environ.get("LGPATCH_CLASSIFY_GREP", "1").strip().lower() in ("0", "no", "false", "off"):
         return None
-    path = shutil.which("grep")
+    path = _which("grep")
     if path is None:
         return None
     try:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
+from legacy_gpu_patch.classify.srecache import compile_re
 
 __all__ = ["charset_led", "key_gate", "led_gates"]
 
@@ -81,7 +82,7 @@ def _mandatory_groups(items: Any) -> set[int] | None:
     return out
 
 
-_WORD = re.compile(r"\w")
+_WORD = compile_re(r"\w")
 _END = "END"  # in a first set: the text may end there
 _CATEGORIES = {"CATEGORY_SPACE": r"\s", "CATEGORY_NOT_SPACE": r"\S", "CATEGORY_DIGIT": r"\d",
                "CATEGORY_NOT_DIGIT": r"\D", "CATEGORY_WORD": r"\w", "CATEGORY_NOT_WORD": r"\W"}

@@ -34,7 +34,6 @@ findings, counts and contexts with the long way.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from legacy_gpu_patch.classify.casefold import SpanMatch
@@ -43,6 +42,7 @@ from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW, UNPREFIXED_FIRST
 from legacy_gpu_patch.classify.knowndigits import digit_test, digits_follow, harmless_strings
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW, LineReader
 from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES
+from legacy_gpu_patch.classify.srecache import compile_re
 
 __all__ = ["NOTHING", "PLAIN", "QUOTED", "SKIP", "SLOW", "KnownLines", "known_entry", "plain_shape"]
 
@@ -56,7 +56,7 @@ _SPACE = frozenset(b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")  # what str.strip() takes
 # ~0.4 us a line in all), not one regex alternation, which sre tries at each e and r of the line (~2 us), nor `in`
 # on bytes (each pays for a TypeError: the needle is first tried as an int)
 _REWRITTEN = ("\x1b", "\r", "%]", "ehler", "rreur", "rrore")
-_GLUED = re.compile(rb"\.o/|\.obj|\.o\\")  # an object name a progress message glued in front may end in
+_GLUED = compile_re(rb"\.o/|\.obj|\.o\\")  # an object name a progress message glued in front may end in
 PLAIN, QUOTED = 1, 2  # plain_shape(): normalize() leaves the line as it is; it changes each backquote to a quote
 
 

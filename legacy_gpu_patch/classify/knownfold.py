@@ -31,7 +31,6 @@ tests/unit/classify/test_known_folded.py compares findings, counts and contexts 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from legacy_gpu_patch.classify.casefold import SpanMatch, _shifted
@@ -40,6 +39,7 @@ from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
 from legacy_gpu_patch.classify.known import NOTHING, QUOTED, KnownLines, _key_span, _strings, known_entry, plain_shape
 from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW
 from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES, RAW_TO_ZERO, TEXT_TO_ZERO
+from legacy_gpu_patch.classify.srecache import compile_re
 
 __all__ = ["FoldedLines"]
 
@@ -114,7 +114,7 @@ class FoldedLines(KnownLines):
         if location is None:
             from legacy_gpu_patch.classify.pathfold import _LOCATION
 
-            location = type(self)._location = re.compile(_LOCATION.pattern.encode()).match
+            location = type(self)._location = compile_re(_LOCATION.pattern.encode()).match
         found = location(raw)
         if found is None or self._raw_skipped(raw, True):
             return None

@@ -3,20 +3,20 @@ read on a window, a candidate line normalized and handed to the rules (Collector
 
 from __future__ import annotations
 
-import re
 from collections import deque
 
 from legacy_gpu_patch.classify.collect import Before, Collector
 from legacy_gpu_patch.classify.fastpath import MATCH_WINDOW
 from legacy_gpu_patch.classify.normalize import context_text, normalize, strip_prefixes
+from legacy_gpu_patch.classify.srecache import compile_re
 
 __all__ = ["LineReader"]
 
 # a progress marker of make/CMake or ninja at the start of a line (after a CI timestamp, if any)
-_PROGRESS_START = re.compile(r"^(?:\S+Z[ \t]|\#\d+[ \t]\d+\.\d+[ \t])?[ \t]*\[(?:[ \t]*\d{1,3}%|\d+/\d+)\][ \t]")
+_PROGRESS_START = compile_re(r"^(?:\S+Z[ \t]|\#\d+[ \t]\d+\.\d+[ \t])?[ \t]*\[(?:[ \t]*\d{1,3}%|\d+/\d+)\][ \t]")
 # the commonest of them on the raw bytes, undecoded: a line whose first 256 bytes this matches, _PROGRESS_START matches
 # too (its optional parts left out; ASCII digits, spaces and tabs are what its str classes take of ASCII)
-_PROGRESS_RAW = re.compile(rb"\[(?:[ \t]*[0-9]{1,3}%|[0-9]+/[0-9]+)\][ \t]")
+_PROGRESS_RAW = compile_re(rb"\[(?:[ \t]*[0-9]{1,3}%|[0-9]+/[0-9]+)\][ \t]")
 
 
 class LineReader(Collector):

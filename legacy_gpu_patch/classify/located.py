@@ -20,17 +20,16 @@ literals select are those of the strings it holds (LiteralIndex.implied: closed 
 
 from __future__ import annotations
 
-import re
-
 from legacy_gpu_patch.classify.prepare import LiteralIndex
 from legacy_gpu_patch.classify.shapes import RAW_TO_ZERO
+from legacy_gpu_patch.classify.srecache import compile_re
 
 __all__ = ["LocatedIndex"]
 
 # how a string that starts in a location's path (lowered: pathfold's PATH characters) and covers its `:`/`(` and
 # first digit starts
-_PAST_HEAD = re.compile(r"[a-z0-9_./+-]+[:(][0-9]")
-_HAS_DIGIT = re.compile(r"[0-9]")
+_PAST_HEAD = compile_re(r"[a-z0-9_./+-]+[:(][0-9]")
+_HAS_DIGIT = compile_re(r"[0-9]")
 MAX_PARTS = 1 << 15  # heads, and rest shapes, kept (each table starts again when full)
 
 _Part = tuple[frozenset[str], frozenset[int]]  # (strings held, rules they select)

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from legacy_gpu_patch.classify.srecache import compile_re
+
 __all__ = ["CONTEXT_CHARS", "LOCAL_MARK", "context_text", "location", "normalize", "strip_prefixes"]
 
 CONTEXT_CHARS = 300  # a context line is cut to this many characters in reports
 
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>]")
+_ANSI_RE = compile_re(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 # One CI/tool prefix at the start of a line; applied repeatedly ("2024-...Z #16 72.51 1>foo.cpp(3): error ...").
 # Prefixes eat one separator, so the indentation after them survives (CMake continues its messages indented).
 # (?=[^\s\x1c-\x1f]) is \S spelled so that the bytes twin below reads ASCII exactly as the str pattern does.
@@ -36,13 +38,13 @@ _PREFIXES = (
     r"\|[ \t]+",  # bitbake/yocto "| "
     r"\#\#\[(?:group|endgroup|section|command)\]",  # GitHub/Azure markers
 )
-_PREFIX_RE = re.compile("^(?:\ufeff|" + "|".join(_PREFIXES) + ")")
-RAW_PREFIX_RE = re.compile(("(?:" + "|".join(_PREFIXES) + ")").encode())  # for ASCII lines (no BOM in them)
+_PREFIX_RE = compile_re("^(?:\ufeff|" + "|".join(_PREFIXES) + ")")
+RAW_PREFIX_RE = compile_re(("(?:" + "|".join(_PREFIXES) + ")").encode())  # for ASCII lines (no BOM in them)
 # A progress message of another parallel job glued in front of / behind a diagnostic.
-_GLUED_HEAD_RE = re.compile(
+_GLUED_HEAD_RE = compile_re(
     r"^(?:Building|Linking|Generating|Compiling|Scanning)\b.*?\.(?:o|obj|so|a)(?=/|[A-Za-z]:\\)"
 )
-_GLUED_TAIL_RE = re.compile(r"(?<=\S)\[[ \t]*\d{1,3}%\][ \t]+(?:Building|Linking|Built target|Generating|Scanning).*$")
+_GLUED_TAIL_RE = compile_re(r"(?<=\S)\[[ \t]*\d{1,3}%\][ \t]+(?:Building|Linking|Built target|Generating|Scanning).*$")
 
 _QUOTES = str.maketrans(
     {
@@ -72,7 +74,7 @@ _QUOTES = str.maketrans(
         "\uff09": ")",
     }
 )
-_SPACED_QUOTE_RE = re.compile("\u00ab[ \u00a0\u202f]*([^\u00bb\n]*?)[ \u00a0\u202f]*\u00bb")  # French « x » → 'x'
+_SPACED_QUOTE_RE = compile_re("\u00ab[ \u00a0\u202f]*([^\u00bb\n]*?)[ \u00a0\u202f]*\u00bb")  # French « x » → 'x'
 
 # Localized severity words of gcc/clang/MSVC/ld (gcc's .po files), as data: English word -> its translations.
 _LOCAL_FILE = Path(__file__).with_name("localized.yaml")
@@ -98,7 +100,7 @@ def _local_words() -> dict[str, str]:
 def _local_re() -> re.Pattern[str]:
     """The localized severity words before a colon; made when a line may hold one (non-ASCII, or `ehler`,
     `rreur`, `rrore`): an English log never pays for it."""
-    return re.compile(
+    return compile_re(
         r"(?:(?<=^)|(?<=[\s:)\]]))("
         + "|".join(re.escape(w) for w in sorted(_local_words(), key=len, reverse=True))
         + r")(?=[ \t]*(?:[A-Z]{1,3}\d{3,5}[ \t]*)?[:：])",
@@ -167,14 +169,14 @@ def normalize(text: str, unprefixed: frozenset[str] = frozenset()) -> str:
 
 # --------------------------------------------------------------------------------------------- locations
 
-_LOC_RE = re.compile(
+_LOC_RE = compile_re(
     r"(?P<file>(?:[A-Za-z]:[\\/])?[^\s:()'\"<>|*?,;=]*[^\s:()'\"<>|*?,;=.]\.[A-Za-z][A-Za-z0-9_+]{0,5})"
     r"(?::(?P<line>\d+)(?::\d+)?:|\((?P<line2>\d+)(?:,\d+)?\)\s*:)"
 )
-_LOC_CMAKE_RE = re.compile(r"CMake (?:Error|Warning)(?: \(dev\))? at (?P<file>[^\s:]+(?: [^\s:]+)*):(?P<line>\d+)")
-_LOC_PY_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
-_LOC_LD_RE = re.compile(r"(?P<file>[^\s:()'\"]+\.[A-Za-z][A-Za-z0-9_+]{0,5}):\(\.[a-z]")
-_PY_EXC_RE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b")
+_LOC_CMAKE_RE = compile_re(r"CMake (?:Error|Warning)(?: \(dev\))? at (?P<file>[^\s:]+(?: [^\s:]+)*):(?P<line>\d+)")
+_LOC_PY_RE = compile_re(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+_LOC_LD_RE = compile_re(r"(?P<file>[^\s:()'\"]+\.[A-Za-z][A-Za-z0-9_+]{0,5}):\(\.[a-z]")
+_PY_EXC_RE = compile_re(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b")
 
 
 def location(text: str, before: Sequence[str]) -> tuple[str | None, int | None, int]:

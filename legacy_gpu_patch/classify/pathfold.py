@@ -39,6 +39,7 @@ from functools import lru_cache
 from typing import Any
 
 from legacy_gpu_patch.classify.fastpath import _sre_constants, _sre_parse
+from legacy_gpu_patch.classify.srecache import compile_re
 
 __all__ = ["FOLD_TOKEN", "fold", "location_path", "path_blind", "string_path_blind"]
 
@@ -46,7 +47,7 @@ __all__ = ["FOLD_TOKEN", "fold", "location_path", "path_blind", "string_path_bli
 EXTENSIONS = ("c", "cc", "cpp", "cxx", "cu", "cuh", "h", "hh", "hpp", "hxx", "inl", "inc", "ipp", "tcc", "pyx",
               "pxd", "pxi", "py")
 FOLD_TOKEN = "p.c"  # a PATH itself: the proof holds for it as for any PATH
-_LOCATION = re.compile(r"[A-Za-z0-9_./+-]*\.(?:" + "|".join(sorted(EXTENSIONS, key=len, reverse=True))
+_LOCATION = compile_re(r"[A-Za-z0-9_./+-]*\.(?:" + "|".join(sorted(EXTENSIONS, key=len, reverse=True))
                        + r")(?=(?::[0-9]+){1,2}: |\([0-9]+(?:,[0-9]+)?\): )", re.ASCII)
 
 _WORD = frozenset(string.ascii_letters + string.digits + "_")

@@ -24,6 +24,7 @@ from legacy_gpu_patch.classify.keygate import key_gate, led_gates
 from legacy_gpu_patch.classify.normalize import RAW_PREFIX_RE
 from legacy_gpu_patch.classify.rules import Rule, RuleSet
 from legacy_gpu_patch.classify.shapes import digit_blind, digit_contexts, literals_blind
+from legacy_gpu_patch.classify.srecache import compile_re
 
 __all__ = ["LeadStep", "LiteralIndex", "Prepared", "lead_machinery", "prepared"]
 
@@ -80,7 +81,7 @@ class LiteralIndex:
                 # string held, a superset of what findall reports, closed under containment: the same holds())
                 self._plain_left -= 1
                 return {s for s in self.contained if s in low}
-            finder = self._finder = re.compile(self.source).findall
+            finder = self._finder = compile_re(self.source).findall
         return set(finder(low))
 
     def compiled(self) -> bool:
@@ -287,18 +288,18 @@ def lead_machinery(rules: RuleSet) -> tuple[re.Pattern[bytes] | None, list[_Step
             regex = first.regex
             steps.append((first, None, regex.match if step.anchored else regex.search))
             continue
-        merged = re.compile(step.pattern)
+        merged = compile_re(step.pattern)
         members = [(g, rules.rules[i]) for g, i in zip(step.groups, step.rules)]
         stand_in = replace(first, pattern=merged.pattern, flags=merged.flags)
         steps.append((stand_in, members, merged.match if step.anchored else merged.search))
-    raw = re.compile(prep.raw_skip) if prep.raw_skip is not None else None
+    raw = compile_re(prep.raw_skip) if prep.raw_skip is not None else None
     return raw, steps
 
 
 def compile_gate(gate: tuple[str, int] | None) -> Any:
-    return re.compile(gate[0], gate[1]) if gate is not None else None
+    return compile_re(gate[0], gate[1]) if gate is not None else None
 
 
 def compile_lowered(source: str | None, flags: int) -> re.Pattern[str] | None:
     """A lowered pattern (casefold.py), compiled case-sensitively."""
-    return re.compile(source, flags & ~re.IGNORECASE) if source is not None else None
+    return compile_re(source, flags & ~re.IGNORECASE) if source is not None else None

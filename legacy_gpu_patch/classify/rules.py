@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, AnyStr
 
 from legacy_gpu_patch.classify.categories import CATEGORIES
+from legacy_gpu_patch.classify.srecache import compile_re
 from legacy_gpu_patch.config.resources import rules_dir
 from legacy_gpu_patch.errors import ConfigError
 
@@ -60,7 +61,7 @@ class Rule:
 
     @cached_property
     def regex(self) -> re.Pattern[str]:
-        return re.compile(self.pattern, self.flags)
+        return compile_re(self.pattern, self.flags)
 
     @cached_property
     def key_groups(self) -> tuple[str, ...]:
@@ -86,7 +87,7 @@ class RuleSet:
         raise KeyError(rule_id)
 
 
-_MACRO_RE = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
+_MACRO_RE = compile_re(r"\{([A-Z][A-Z0-9_]*)\}")
 
 
 def _expand(pattern: str, macros: dict[str, str], ctx: Ctx, depth: int = 0) -> str:
@@ -175,7 +176,7 @@ def _any_of(strings: set[str]) -> Any:
     from legacy_gpu_patch.classify.prepare import _trie
 
     least = sorted(holding_no_other(strings))
-    return re.compile(_trie(least)).search if least else _never
+    return compile_re(_trie(least)).search if least else _never
 
 
 def distinct_triggers(triggers: Sequence[str]) -> tuple[bytes, ...]:
