@@ -32,14 +32,22 @@ def holders(fd: int) -> list[int]:
     return sorted(set(pids))
 
 
+def _named(pids: list[int]) -> str:
+    return ("pid " if len(pids) == 1 else "pids ") + ", ".join(map(str, pids))
+
+
 def describe_holders(fd: int) -> str:
     """'pid 123' (or 'pids 1, 2'), from the kernel, else from the pid written in the file if that one lives."""
     live = [p for p in holders(fd) if p != os.getpid()]
     if live:
-        return ("pid " if len(live) == 1 else "pids ") + ", ".join(map(str, live))
+        return _named(live)
+    return _written_holder(fd)
+
+
+def _written_holder(fd: int) -> str:
     try:
         written = os.pread(fd, 64, 0).decode(errors="replace").strip()
-    except OSError:
+    except OSError:  # a directory (the claim on a new workdir) has no pid written in it
         written = ""
     number = written.removeprefix("pid ").strip()
     if number.isdigit() and pid_alive(int(number)):
@@ -56,11 +64,17 @@ def try_flock(fd: int, shared: bool = False) -> bool:
 
 
 def take_or_name_holder(fd: int, shared: bool = False, attempts: int = 20) -> str | None:
-    """Take the lock (None), or say who holds it ('pid N'). A holder that let go between our failed try and the
-    look at /proc/locks is gone: try again rather than name nobody."""
+    """Take the lock (None), or say who holds it ('pid N').
+
+    The holders named are the ones seen in the same look at /proc/locks that followed the failed try: a second
+    look could find them gone (the holder let go in between) and name nobody. A look that finds no holder means
+    the lock was let go between the try and the look: try again."""
     for _ in range(attempts):
         if try_flock(fd, shared):
             return None
-        if [p for p in holders(fd) if p != os.getpid()] or not Path("/proc/locks").exists():
+        live = [p for p in holders(fd) if p != os.getpid()]
+        if live:
+            return _named(live)
+        if not Path("/proc/locks").exists():
             break
-    return describe_holders(fd)
+    return _written_holder(fd)
