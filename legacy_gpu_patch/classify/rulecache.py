@@ -25,7 +25,7 @@ from legacy_gpu_patch import __version__
 if TYPE_CHECKING:  # pragma: no cover - typing only (rules.py imports this module)
     from legacy_gpu_patch.classify.rules import RuleSet
 
-__all__ = ["cache_folder", "cached", "cached_for", "code_files"]
+__all__ = ["cache_folder", "cached", "cached_for", "code_files", "store"]
 
 T = TypeVar("T")
 KEEP = 8  # cache files kept per name (other checkouts, other versions)
@@ -71,11 +71,11 @@ def cached(name: str, sources: Sequence[Path], build: Callable[[], T]) -> T:
     cache = cache_folder() / f"{name}-{digest}.pickle"
     try:
         with open(cache, "rb") as fh:
-            return pickle.load(fh)  # type: ignore[no-any-return,unused-ignore]  # _store wrote a T
+            return pickle.load(fh)  # type: ignore[no-any-return,unused-ignore]  # store wrote a T
     except Exception:  # none yet, unreadable, or from another build of the classes: built, written anew
         pass
     value = build()
-    _store(cache, name, value)
+    store(cache, name, value)
     return value
 
 
@@ -87,8 +87,9 @@ def cached_for(rules: RuleSet, name: str, code: Sequence[Path], build: Callable[
     return cached(name, [Path(f) for f in rules.files] + code_files() + list(code), build)
 
 
-def _store(cache: Path, name: str, value: object) -> None:
-    """Write the cache atomically (a concurrent reader sees all of it or nothing); drop the oldest of `name`."""
+def store(cache: Path, name: str, value: object) -> None:
+    """Write the cache atomically (a concurrent reader sees all of it or nothing); drop the oldest of `name`.
+    Also srecache's writer: one way to write a cache file, and both kinds bounded to KEEP files."""
     tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)

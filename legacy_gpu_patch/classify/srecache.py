@@ -28,6 +28,8 @@ from array import array
 from pathlib import Path
 from typing import Any, AnyStr, Optional
 
+from legacy_gpu_patch.classify.rulecache import cache_folder, store
+
 __all__ = ["MAX_ENTRIES", "cache_file", "compile_re", "entry_of"]
 
 
@@ -69,8 +71,6 @@ _used: set[tuple[Any, int]] = set()  # the keys this process compiled
 
 def cache_file() -> Path:
     """The cache of this interpreter's entries, in the classifier's cache folder (rulecache.cache_folder)."""
-    from legacy_gpu_patch.classify.rulecache import cache_folder
-
     magic = getattr(_INTERNALS[0], "MAGIC", 0) if _INTERNALS else 0  # bumped whenever sre's code changes
     tag = f"{sys.implementation.cache_tag}-{magic}-{zlib.crc32(sys.version.encode()):08x}"
     return cache_folder() / f"sre-{tag}.pickle"
@@ -141,21 +141,11 @@ def _remember(entries: dict[tuple[Any, int], Entry], key: tuple[Any, int], entry
 
 
 def _save() -> None:
-    """Write the entries atomically (a concurrent reader sees a whole file or none; the last writer wins)."""
+    """Write the entries back (rulecache.store: atomic, the last writer wins, the newest KEEP interpreters' files
+    kept), when this process added any."""
     global _added
     if _entries is None or _path is None or not _added:
         return
     _added = False
     kept = _entries if len(_entries) <= MAX_ENTRIES else {key: _entries[key] for key in _used if key in _entries}
-    try:
-        path = _path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                pickle.dump(kept, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-    except (OSError, pickle.PicklingError):  # a read-only home: compiled again next time
-        pass
+    store(_path, "sre", kept)

@@ -137,6 +137,23 @@ def test_past_the_cap_the_file_keeps_what_this_run_used(fresh: Path, monkeypatch
     assert set(_read(fresh)) == {("old3", 0), ("new", 0)}
 
 
+def test_files_of_other_interpreters_are_bounded_and_this_ones_kept(fresh: Path) -> None:
+    # Every Python upgrade names a new file; the newest rulecache.KEEP are kept (as the rule caches are).
+    from legacy_gpu_patch.classify.rulecache import KEEP
+
+    fresh.mkdir(parents=True)
+    for i in range(KEEP + 3):
+        old = fresh / f"sre-cpython-3{i:02d}-0-00000000.pickle"
+        old.write_bytes(pickle.dumps({}))
+        os.utime(old, (1_000_000 + i, 1_000_000 + i))
+    srecache.compile_re("z+")
+    srecache._save()
+    files = {p.name for p in fresh.glob("sre-*.pickle")}
+    assert len(files) == KEEP and srecache.cache_file().name in files
+    assert f"sre-cpython-3{KEEP + 2:02d}-0-00000000.pickle" in files  # the newest old one stays
+    assert not list(fresh.glob("*.tmp"))
+
+
 def test_the_switch_compiles_with_re_alone(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LGPATCH_SRE_CACHE", "0")
     assert srecache.compile_re("x+") == re.compile("x+")
