@@ -214,3 +214,47 @@ def long_lines(path: Path, count: int = 20, length: int = 10 << 20) -> None:
                 body = "/src/x.cpp:1:1: error: 'uint8_t' was not declared in this scope " + body
             fh.write(body + "\n")
             fh.write("[1/2] Building CXX object x.o\n")
+
+
+# a failing build that names what it fails on: the error wordings of gcc, clang, nvcc and ld, their identifiers and
+# paths made of letters, so that (unlike DENSE_ERRORS, which vary only digits) nearly every error line is a new raw
+# shape, a new folded shape and a new path: the classifier's caches learn and never hit
+WORD_ERRORS = [
+    "{p}:{l}:{c}: error: '{a}' was not declared in this scope",
+    "{p}:{l}:{c}: error: '{k}' has no member named '{a}'",
+    "{p}:{l}:{c}: error: use of undeclared identifier '{a}'",
+    "{p}:{l}:{c}: error: no member named '{a}' in namespace '{b}'",
+    "{p}:{l}:{c}: error: no matching function for call to '{a}({b}*, float)'",
+    "{p}:{l}:{c}: fatal error: {a}/{b}.h: No such file or directory",
+    '{p}({l}): error: identifier "{a}" is undefined',
+    "/usr/bin/ld: {a}.o: in function `{b}': undefined reference to `{k}'",
+]
+_SUFFIXES = [".cpp", ".cu", ".h", ".cuh", ".cc"]
+
+
+def _word(rnd: random.Random) -> str:
+    return "".join(rnd.choices("abcdefghijklmnopqrstuvwxyz_", k=rnd.randint(4, 12))).strip("_") or "w"
+
+
+def generate_dense_words(path: Path, size: int, seed: int = 5) -> int:
+    """A failing build like generate_dense's, its errors naming distinct lowercase identifiers and paths (WORD_ERRORS):
+    one line in five an error, the rest progress lines of the same paths."""
+    rnd = random.Random(seed)
+    written = lines = 0
+    with open(path, "w", encoding="utf-8", newline="\n") as out:
+        while written < size:
+            block = []
+            for _ in range(100):
+                lines += 1
+                dirs = "/".join(_word(rnd) for _ in range(rnd.randint(1, 3)))
+                p = f"{dirs}/{_word(rnd)}{rnd.choice(_SUFFIXES)}"
+                if lines % 5 == 0:
+                    block.append(rnd.choice(WORD_ERRORS).format(
+                        p=f"/src/{p}", l=rnd.randint(1, 900), c=rnd.randint(1, 60), a=_word(rnd), b=_word(rnd),
+                        k="class " + _word(rnd).capitalize()))
+                else:
+                    block.append(f"[{lines}/99999] Building CXX object torch_cpu.dir/{p}.o")
+            text = "\n".join(block) + "\n"
+            out.write(text)
+            written += len(text.encode())
+    return lines

@@ -205,7 +205,9 @@ class Classifier(BatchLines):
         the per-chunk state set."""
         self._block_start = start
         self._carry_now = tuple(self._carry)  # what _before() hands a line of this chunk: one copy, not one a line
-        return self._triggers.spans(block, start, end, plain, self._file, base)
+        starts, hits = self._triggers.spans(block, start, end, plain, self._file, base)
+        self.learning.chunk(len(starts))  # the candidate lines' numbers, for the miss rate (adaptive.py)
+        return starts, hits
 
 
 # --------------------------------------------------------------------------------------------- conveniences

@@ -57,9 +57,11 @@ class BatchLines(ClassedLines):
         known = self._known
         get = known.get if known is not None else None
         counting = get is not None and self.batch and not self.on_finding
-        by_class = self._learn_by_class if self.classes else None  # a new raw shape of a kept class (knownclass.py)
+        classes = self._learn_by_class if self.classes else None  # a new raw shape of a kept class (knownclass.py)
+        learning = self.learning
         find, n, pos = block.find, len(starts), end
         while i < n:
+            by_class = classes if learning.on else None  # resting (adaptive.py): no class learnt from
             if counting and self._pending is None and not self._after_open and self._block is None:
                 i, pos, line = self._count_run(block, starts, hits, i, end, get, by_class)
                 if line is None:
@@ -76,6 +78,8 @@ class BatchLines(ClassedLines):
                     key, found = _decided(raw, get, by_class)
                     if found is SKIP or found is NOTHING:
                         continue
+            if found is None and not learning.miss(i - 1):  # a new raw shape while learning rests: the long way,
+                found, key = SLOW, b""  # nothing learnt (adaptive.py)
             pos, counted, counted_pos = self._take(block, starts, i, s, e, hit, raw, key, found, plain, base,
                                                    counted, counted_pos, end)
             if self._want > 0:

@@ -16,10 +16,17 @@ start with PATH characters followed by `:` or `(` and a digit). A string without
 where the rest's shape holds it (a digit of the rest is a `0` of its shape, and such a string takes neither); one
 with a digit is tested on the rest itself. The strings held are the union of the parts', and the rules a line's
 literals select are those of the strings it holds (LiteralIndex.implied: closed under containment).
+
+Parts pay only where they repeat: a build of thousands of paths, each named once or twice (distinct identifiers
+and directories), makes nearly every head new, and two new parts cost more than the whole line's one search. So
+while nearly every head is new (adaptive.py's Learning, over located lines), search() searches the whole line,
+which gives the same answer, learning no part (its tables stay small), and says no match starts past the path
+(`starts` empty: every rule is searched from the line's start, as a line without a location is).
 """
 
 from __future__ import annotations
 
+from legacy_gpu_patch.classify.adaptive import Learning
 from legacy_gpu_patch.classify.prepare import LiteralIndex
 from legacy_gpu_patch.classify.shapes import RAW_TO_ZERO
 from legacy_gpu_patch.classify.srecache import compile_re
@@ -40,7 +47,7 @@ class LocatedIndex:
     """LiteralIndex.holds/rules_of of a located line, from its head and its rest (module docstring)."""
 
     __slots__ = ("_contexts", "_digits", "_groups", "_heads", "_location_path", "_pairs", "_rests", "_selected",
-                 "_starts", "cut", "exact", "index", "starts", "unread")
+                 "_starts", "asked", "cut", "exact", "index", "learning", "starts", "unread")
 
     def __init__(self, index: LiteralIndex, starts: tuple[tuple[str, ...] | None, ...] = ()) -> None:
         """`index`: searched once its trie is compiled (search() is called only then: the parts are searched with
@@ -52,6 +59,9 @@ class LocatedIndex:
         self._starts = starts
         self.cut = 0  # the last line searched: the length of its location's path (0: none)
         self.starts: frozenset[int] = frozenset()  # and the rules no match of which starts inside that path
+        # a new head is a miss: while most are (adaptive.py), search() searches the whole line, learning no part
+        self.learning = Learning()
+        self.asked = 0  # located lines search() was asked of
         # the strings holding a digit, each with its shape: a rest holds one only where the rest's shape holds that
         self._digits: tuple[tuple[str, str], ...] = ()
         self._heads: dict[str, _Head] = {}
@@ -69,7 +79,14 @@ class LocatedIndex:
             self._read()
         cut = self.cut = self._location_path(text) if self.exact else 0
         if cut:
-            return self.answer(low, cut)
+            self.asked += 1
+            learning = self.learning
+            if (learning.on or self.asked >= learning.until) and (
+                    low[: cut + 1] in self._heads or learning.miss(self.asked)):
+                return self.answer(low, cut)
+            # new heads keep coming (a build of thousands of paths): the whole line searched once, not two new parts
+            # and their unions; the same answer (module docstring), and no match is said to start past the path
+            self.starts = frozenset()
         index = self.index
         found = index.found(low)
         return index.holds(found), index.rules_of(found)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from legacy_gpu_patch.classify.adaptive import Learning
 from legacy_gpu_patch.classify.casefold import LowMatch
 from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MATCH_WINDOW, _strip_raw_prefixes
 from legacy_gpu_patch.classify.foldshape import PathFold
@@ -97,6 +98,8 @@ class Matcher(LeadSteps):
         self.held: frozenset[str] | None = None
         # the raw fast path's decision per raw line shape (digits written 0), where it cannot tell digits apart
         self._raw_shapes: dict[bytes, bool] | None = {} if use_shapes and prep.raw_blind else None
+        # whether the caches learn now: they rest while nearly every candidate line is new (adaptive.py)
+        self.learning = Learning()
 
     def _raw_skipped(self, raw: bytes, ascii: bool = False) -> bool:
         """Whether a plain line is decided on its raw bytes (_raw_decided), once per line shape where allowed."""
@@ -107,9 +110,10 @@ class Matcher(LeadSteps):
         found = shapes.get(key)
         if found is None:
             found = self._raw_decided(raw, ascii)
-            if len(shapes) >= MAX_SHAPES:
-                shapes.clear()
-            shapes[key] = found
+            if self.learning.on:  # resting: decided, not kept (adaptive.py)
+                if len(shapes) >= MAX_SHAPES:
+                    shapes.clear()
+                shapes[key] = found
         return found
 
     def _raw_decided(self, raw: bytes, ascii: bool = False) -> bool:

@@ -141,7 +141,11 @@ class ShapeCache:
 
     def _learn(self, matcher: Matcher, text: str, shape: bytes) -> Hit | None:
         """A shape not seen yet: the plain path (or, for a located line, its folded shape: foldshape.py) decides
-        the line; the shape's entry is kept for the next ones."""
+        the line; the shape's entry is kept for the next ones. While learning rests (adaptive.py), the plain path
+        decides it and nothing is kept: the same decision."""
+        if not matcher.learning.on:
+            plain = matcher.plain_match(text)
+            return None if plain is None else (plain[1], plain[2])
         found = NOT_FOLDED if self.fold is None else self.fold.decide(matcher, text)
         if found is NOT_FOLDED:
             found = matcher.plain_match(text)

@@ -47,7 +47,8 @@ def messy_log(seed: int, size: int) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
-def bench_logs(tmp_path: Path, size: int) -> list[bytes]:
+def bench_logs(tmp_path: Path, size: int, words: bool = False) -> list[bytes]:
+    """The bench's quiet, error-dense and cmake-tail logs of `size` bytes; `words`: and its error-dense-words log."""
     sys.path.insert(0, str(BENCH))
     try:
         import classify_bench
@@ -55,7 +56,8 @@ def bench_logs(tmp_path: Path, size: int) -> list[bytes]:
         sys.path.remove(str(BENCH))
     logs = []
     for name, gen in (("quiet", classify_bench.generate), ("dense", classify_bench.generate_dense),
-                      ("tail", classify_bench.generate_cmake_tail)):
+                      ("tail", classify_bench.generate_cmake_tail),
+                      *((("words", classify_bench.generate_dense_words),) if words else ())):
         path = tmp_path / f"{name}.log"
         gen(path, size)
         logs.append(path.read_bytes())
@@ -103,7 +105,7 @@ def test_findings_are_identical_with_and_without_grep_on_messy_logs(seed: int) -
 @needs_grep
 def test_findings_are_identical_with_and_without_grep_on_the_bench_logs(tmp_path: Path) -> None:
     errors = []
-    for data in bench_logs(tmp_path, 3 << 19):
+    for data in bench_logs(tmp_path, 3 << 19, words=True):
         fast = classify(data, True, max_findings=20000)
         assert summary(fast) == summary(classify(data, False, max_findings=20000))
         errors.append(fast.errors)
