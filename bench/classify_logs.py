@@ -4,6 +4,7 @@ long CMake tail, and one of 10 MB lines. Deterministic (seeded), so that every r
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -172,18 +173,26 @@ DENSE_ERRORS = [
 def generate_dense(path: Path, size: int, seed: int = 3) -> int:
     """A failing build: one line in five a distinct error (compiler, linker, nvcc), the rest progress lines."""
     rnd = random.Random(seed)
+
+    def line(number: int) -> str:
+        d, n = rnd.choice(DIRS), rnd.choice(NAMES)
+        if number % 5 == 0:
+            return rnd.choice(DENSE_ERRORS).format(
+                p=f"/src/pytorch/{d}/{n}.cpp", l=rnd.randint(1, 900), c=rnd.randint(1, 60), i=number, n=n)
+        return f"[{number}/99999] Building CXX object torch_cpu.dir/__/{d}/{n}.cpp.o"
+
+    return _write_lines(path, size, line)
+
+
+def _write_lines(path: Path, size: int, line: Callable[[int], str]) -> int:
+    """Write line(1), line(2), ... in blocks of 100 until the file holds `size` bytes; returns the lines written."""
     written = lines = 0
     with open(path, "w", encoding="utf-8", newline="\n") as out:
         while written < size:
             block = []
             for _ in range(100):
                 lines += 1
-                d, n = rnd.choice(DIRS), rnd.choice(NAMES)
-                if lines % 5 == 0:
-                    block.append(rnd.choice(DENSE_ERRORS).format(
-                        p=f"/src/pytorch/{d}/{n}.cpp", l=rnd.randint(1, 900), c=rnd.randint(1, 60), i=lines, n=n))
-                else:
-                    block.append(f"[{lines}/99999] Building CXX object torch_cpu.dir/__/{d}/{n}.cpp.o")
+                block.append(line(lines))
             text = "\n".join(block) + "\n"
             out.write(text)
             written += len(text.encode())
@@ -240,21 +249,14 @@ def generate_dense_words(path: Path, size: int, seed: int = 5) -> int:
     """A failing build like generate_dense's, its errors naming distinct lowercase identifiers and paths (WORD_ERRORS):
     one line in five an error, the rest progress lines of the same paths."""
     rnd = random.Random(seed)
-    written = lines = 0
-    with open(path, "w", encoding="utf-8", newline="\n") as out:
-        while written < size:
-            block = []
-            for _ in range(100):
-                lines += 1
-                dirs = "/".join(_word(rnd) for _ in range(rnd.randint(1, 3)))
-                p = f"{dirs}/{_word(rnd)}{rnd.choice(_SUFFIXES)}"
-                if lines % 5 == 0:
-                    block.append(rnd.choice(WORD_ERRORS).format(
-                        p=f"/src/{p}", l=rnd.randint(1, 900), c=rnd.randint(1, 60), a=_word(rnd), b=_word(rnd),
-                        k="class " + _word(rnd).capitalize()))
-                else:
-                    block.append(f"[{lines}/99999] Building CXX object torch_cpu.dir/{p}.o")
-            text = "\n".join(block) + "\n"
-            out.write(text)
-            written += len(text.encode())
-    return lines
+
+    def line(number: int) -> str:
+        dirs = "/".join(_word(rnd) for _ in range(rnd.randint(1, 3)))
+        p = f"{dirs}/{_word(rnd)}{rnd.choice(_SUFFIXES)}"
+        if number % 5 == 0:
+            return rnd.choice(WORD_ERRORS).format(
+                p=f"/src/{p}", l=rnd.randint(1, 900), c=rnd.randint(1, 60), a=_word(rnd), b=_word(rnd),
+                k="class " + _word(rnd).capitalize())
+        return f"[{number}/99999] Building CXX object torch_cpu.dir/{p}.o"
+
+    return _write_lines(path, size, line)

@@ -142,13 +142,22 @@ def assert_gated_like_the_speed_steps(lgpatch: Runner, step: str) -> None:
 
 def assert_gated_to_cudnn_builds_from_cuda_9(lgpatch: Runner, step: str) -> None:
     """Selected with cuDNN from CUDA 9.0 on, as chainer-cudnn-algo-cache is (no cuDNN: no query to cache)."""
-    for cuda, cudnn, selected in (("13.0", "true", True), ("9.0", "true", True), ("13.0", "false", False),
-                                  ("8.0", "true", False)):
+    assert_gated_to_cudnn_builds_from(lgpatch, step, "9.0", "8.0")
+
+
+def assert_gated_to_cudnn_builds_from(lgpatch: Runner, step: str, first: str, below: str) -> dict[str, bool]:
+    """Selected with cuDNN from CUDA `first` on (not at `below`, nor without cuDNN); returns the steps' selection
+    with CUDA `first` and cuDNN, for the caller's own checks."""
+    selections = {}
+    for cuda, cudnn, selected in (("13.0", "true", True), (first, "true", True), (below, "true", False),
+                                  ("13.0", "false", False)):
         r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--param", f"cudnn={cudnn}",
                     "--json")
         assert r.code == 0, r.err
         steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
         assert steps[step] is selected, (cuda, cudnn, steps)
+        selections[cuda, cudnn] = steps
+    return selections[first, "true"]
 
 
 def assert_bench_refuses_a_tree_without(tmp_path: Path, script: str, step: str, *options: str) -> None:

@@ -11,7 +11,6 @@ against the CPU results) run on a wheel of the recipe.
 
 from __future__ import annotations
 
-import json
 import sys
 import types
 from pathlib import Path
@@ -21,7 +20,7 @@ import numpy
 import pytest
 import test_chainer_cudnn_host_cache as host_cache
 from helpers import Runner, git
-from helpers.chainer_cpu import ChainerTrees, chainer_trees, run_chainer
+from helpers.chainer_cpu import ChainerTrees, assert_gated_to_cudnn_builds_from, chainer_trees, run_chainer
 from helpers.reduction_template import commit_of, text_at
 
 pytestmark = [pytest.mark.integration]
@@ -39,14 +38,8 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> ChainerTrees:
 
 
 def test_gated_like_the_graph_convolution(lgpatch: Runner) -> None:
-    for cuda, cudnn, selected in (("13.0", "true", True), ("11.0", "true", True), ("10.2", "true", False),
-                                  ("13.0", "false", False)):
-        r = lgpatch("show", "chainer-1.24", "--cuda", cuda, "--python", "3.12", "--param", f"cudnn={cudnn}",
-                    "--json")
-        assert r.code == 0, r.err
-        steps = {s["step"]: s["selected"] for s in json.loads(r.out)["steps"]}
-        assert steps[STEP] is selected, (cuda, cudnn)
-        assert steps["chainer-cudnn-graph-conv/graph-conv-lean"] is selected, (cuda, cudnn)
+    steps = assert_gated_to_cudnn_builds_from(lgpatch, STEP, "11.0", "10.2")
+    assert steps["chainer-cudnn-graph-conv/graph-conv-lean"] is True
 
 
 def test_last_step_one_commit_on_its_five_files(trees: ChainerTrees) -> None:
