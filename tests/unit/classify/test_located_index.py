@@ -143,3 +143,25 @@ def test_lead_steps_chosen_by_the_index_answer_are_those_the_prefilters_pass(tmp
         decided += by_answer is not None
     assert decided > 100  # the lead steps decide some of them (warnings, command echoes, progress lines)
     assert 0 < len(c._lead_orders) < 2000  # one list of steps per distinct answer
+
+
+def test_heads_with_the_same_contexts_share_one_set_of_starting_rules() -> None:
+    # memory: a table of thousands of new heads held a ~2 KB copy of the same rule set each (1 GB log: 250 MiB)
+    rules = load_rules()
+    index = compiled_index()
+    located = LocatedIndex(index, prepared(rules).starts)
+    rnd = random.Random(20)
+    texts = [f"/src/{rnd.choice(MORE_PATHS)}{i}/x.cpp:{i}:2: error: 'w{i}' was not declared" for i in range(300)]
+    texts += [f"/src/error/{i}/cuda/a.cu({i}): error: identifier \"y\" is undefined" for i in range(300)]
+    answers = {}
+    for text in texts:
+        low = text.lower()
+        cut = location_path(text)
+        located.search(text, low)
+        assert located.answer(low, cut) == whole(index, low), text
+        present = frozenset(s for s in located._contexts if s in low[: cut + 1])
+        expected = frozenset().union(*(r for c, r in located._groups if c.isdisjoint(present)))
+        assert located.starts == expected, text
+        answers.setdefault(present, set()).add(id(located.starts))
+    assert len(located._heads) > 500 and len(answers) >= 2  # many heads; some with a context (`/error/`) in them
+    assert all(len(ids) == 1 for ids in answers.values())
