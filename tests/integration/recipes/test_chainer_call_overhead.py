@@ -36,9 +36,10 @@ def test_step_is_gated_like_the_other_speed_steps(lgpatch: Runner) -> None:
 def test_applies_strictly_after_the_type_check_cache_touching_flag_and_function(trees: ChainerTrees) -> None:
     applied = list(trees.applied)
     assert applied.index(STEP) == applied.index("chainer-type-check-cache/forward-check-cache") + 1
-    assert applied[-5:] == ["cupy-reduction-grid/reduction-split-grid", "cupy-reduction-layout/reduction-layout",
+    assert applied[-6:] == ["cupy-reduction-grid/reduction-split-grid", "cupy-reduction-layout/reduction-layout",
                             "cupy-reduction-odometer/reduction-odometer",
-                            "cupy-reduction-odometer/reduction-split-waves", "chainer-layer-lean/layer-lean"]
+                            "cupy-reduction-odometer/reduction-split-waves", "chainer-layer-lean/layer-lean",
+                            "chainer-host-inline/host-inline"]
     commit = git(trees.patched, "log", "--format=%H", "--grep", f"lgpatch: {STEP}$")
     files = git(trees.patched, "show", "--name-only", "--format=", commit).split()
     assert sorted(files) == ["chainer/flag.py", "chainer/function.py"]

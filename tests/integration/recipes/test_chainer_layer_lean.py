@@ -43,7 +43,8 @@ def test_gated_like_the_graph_convolution(lgpatch: Runner) -> None:
 
 
 def test_last_step_one_commit_on_its_five_files(trees: ChainerTrees) -> None:
-    assert trees.applied[-1] == STEP and trees.applied[-2] == BEFORE
+    at = trees.applied.index(STEP)
+    assert trees.applied[at - 1] == BEFORE
     changed = git(trees.patched, "show", "--name-only", "--format=", commit_of(trees.patched, STEP)).split()
     assert sorted(changed) == FILES
     for name, cls in (("max", "MaxPooling2D"), ("average", "AveragePooling2D")):
@@ -96,6 +97,10 @@ class Array(host_cache.Array):
         self.data = Memory(4096 * Array.made)
         self.size = int(numpy.prod(shape))
 
+    @property
+    def _c_contiguous(self) -> bool:  # what chainer-host-inline reads in place of flags.c_contiguous
+        return bool(self.flags.c_contiguous)
+
     def reshape(self, *shape: int) -> Array:
         view = Array(numpy.empty(self.shape, self.dtype).reshape(*shape).shape, self.dtype)
         Array.made -= 1  # a view takes no memory of its own: the addresses that follow stay those of before
@@ -105,7 +110,7 @@ class Array(host_cache.Array):
 
 def fake_cupy() -> Any:
     return types.SimpleNamespace(ascontiguousarray=lambda x: x, empty_like=lambda x: Array(x.shape, x.dtype),
-                                 empty=lambda shape, dtype: Array(shape, dtype))
+                                 empty=lambda shape, dtype: Array(shape, dtype), ndarray=Array)
 
 
 def cudnn_module(tree: Path, step: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Recording]:
@@ -142,7 +147,7 @@ def test_activation_forward_makes_the_same_cudnn_calls(trees: ChainerTrees, monk
 def pooling_module(tree: Path, step: str, cudnn: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """pooling_2d.py and chainer/utils/conv.py as they were right after `step`, with chainer.cuda a namespace of
     cuDNN on (cudnn: the module above; cupy: fake_cupy()) and Function a plain base class."""
-    cuda = types.SimpleNamespace(cudnn_enabled=True, cudnn=cudnn, cupy=fake_cupy())
+    cuda = types.SimpleNamespace(cudnn_enabled=True, cudnn=cudnn, cupy=fake_cupy(), ndarray=Array)
     chainer = types.ModuleType("chainer")
     chainer.cuda = cuda  # type: ignore[attr-defined]
     chainer.function = types.SimpleNamespace(Function=object)  # type: ignore[attr-defined]

@@ -32,6 +32,7 @@ def test_every_patchset_that_fixes_a_build_error_is_reachable_from_a_rule() -> N
         "chainer-linear-cublas",  # speed of small batches (the linear layer's host path): nothing fails
         "chainer-call-lean",  # speed of small batches (Python calls per Function call): nothing fails
         "chainer-layer-lean",  # speed of small batches (per-problem work of pooling, activation, conv): nothing fails
+        "chainer-host-inline",  # speed of small batches (Python frames a test in place answers): nothing fails
         "chainer-max-pool-kernel",  # speed of max_pooling_2d on a new GPU (bytes moved): nothing fails
         "chainer-softmax-ce-fused",  # speed of softmax_cross_entropy on the GPU (ten kernels to three): nothing fails
         "sparse-addmm-beta",  # a wrong number (beta applied twice), no message
