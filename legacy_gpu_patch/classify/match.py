@@ -17,8 +17,9 @@ from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MA
 from legacy_gpu_patch.classify.foldshape import PathFold
 from legacy_gpu_patch.classify.keygate import led_gates
 from legacy_gpu_patch.classify.lead import LeadSteps
+from legacy_gpu_patch.classify.literalindex import LiteralIndex
 from legacy_gpu_patch.classify.located import LocatedIndex
-from legacy_gpu_patch.classify.prepare import LiteralIndex, compile_gate, compile_lowered, lead_machinery, prepared
+from legacy_gpu_patch.classify.prepare import compile_gate, compile_lowered, lead_machinery, prepared
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
 from legacy_gpu_patch.classify.shapes import MAX_SHAPES, RAW_TO_ZERO, RuleMatch, ShapeCache
 
@@ -178,15 +179,15 @@ class Matcher(LeadSteps):
         index = self._index
         held = None
         selected: list[int] | None = None  # the rules the line's literals select, where the index answered first
-        if index.compiled():  # not before: a log with few error lines should not pay for compiling it (~25 ms)
+        located = index.compiled()  # not before: a log with few error lines should not pay for compiling it (~25 ms)
+        if located:
             # every prefilter literal (the lead steps' too) and necessary string `low` holds (located.py)
             held, selected = self._located.search(text, low)
         lead = self._lead_first(text, skip, held)
         if lead is not None:
             return lead
-        if held is None:
-            found = index.found(low)
-            held = index.holds(found)
+        if held is None or selected is None:
+            held, selected = index.answer(low)
         steps = self._lead_steps
         rules = self._rules
         plain = text.isascii()
@@ -195,8 +196,8 @@ class Matcher(LeadSteps):
         first = len(steps) - self._lead
         if plain:
             self.held = held
-        cut, starts = (self._located.cut, self._located.starts) if selected is not None else (0, frozenset())
-        for i in index.rules_of(found) if selected is None else selected:
+        cut, starts = (self._located.cut, self._located.starts) if located else (0, frozenset())
+        for i in selected:
             if skip and first + i in skip:
                 continue
             need = factors[i]
