@@ -80,9 +80,9 @@ class Matcher(LeadSteps):
         self._index = prep.index
         self._located = LocatedIndex(self._index, prep.starts)
         self._lead_orders: dict[frozenset[str], tuple[int, ...]] = {}  # _lead_held's steps per index answer
+        self._worth: dict[frozenset[str], list[int]] = {}  # _worth_trying's rules per index answer
         # per rule, strings one of which each match holds (ASCII lines only: lower() is per character there)
         self._factors = prep.factors
-        self._no_factors: tuple[Any, ...] = (None,) * len(self._rules)
         self._gate_sources = prep.gates
         self._lowered = prep.lowered or ((None, None),) * len(self._rules)
         self._led = prep.led
@@ -191,18 +191,16 @@ class Matcher(LeadSteps):
         steps = self._lead_steps
         rules = self._rules
         plain = text.isascii()
-        factors = self._factors if plain else self._no_factors
         searchers = self._searchers
         first = len(steps) - self._lead
         if plain:
             self.held = held
         cut, starts = (self._located.cut, self._located.starts) if located else (0, frozenset())
+        if plain:
+            selected = self._worth_trying(held, selected)
         for i in selected:
             if skip and first + i in skip:
                 continue
-            need = factors[i]
-            if need is not None and not _holds_all(need, held):
-                continue  # a set of strings every match holds one of, none here: the regex cannot match
             entry = searchers[i]
             if entry is _UNKNOWN:  # compiled when the rule is first tried: start-up stays cheap
                 entry = self._searcher(i)
@@ -210,6 +208,19 @@ class Matcher(LeadSteps):
             if m is not None:
                 return first + i, rules[i], m
         return None
+
+    def _worth_trying(self, held: frozenset[str], selected: list[int]) -> list[int]:
+        """The rules of `selected` (those an ASCII line's literals select) whose necessary strings it holds (the others
+        cannot match), kept per `held`, its index strings, which decide both; new lines find few such sets."""
+        worth = self._worth.get(held)
+        if worth is None:
+            factors = self._factors
+            worth = [i for i, need in zip(selected, map(factors.__getitem__, selected))
+                     if need is None or _holds_all(need, held)]
+            if len(self._worth) >= MAX_SHAPES:
+                self._worth.clear()
+            self._worth[held] = worth
+        return worth
 
     def _searcher(self, i: int) -> tuple[Any, Any, Any]:
         gate_source = self._gate_sources[i]
