@@ -5,6 +5,7 @@ kept for another set is never handed out."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -99,3 +100,32 @@ def test_a_table_keyed_on_less_than_the_set_found_is_caught(tmp_path: Path) -> N
     except AssertionError:
         return
     raise AssertionError("the mutant's answers passed")
+
+
+def test_ascii_lines_search_the_ascii_strings_trie_alike(tmp_path: Path) -> None:
+    """An ASCII line is searched with the trie of the ASCII strings alone: findall reports what the whole trie
+    reports; a line that is not ASCII is searched with the whole trie (its localized words found)."""
+    index = fresh()
+    index._finder, index._plain_left = None, 0  # past the plain searches, no trie compiled yet
+    assert index.ascii_source is not None and index.source is not None
+    assert len(index.ascii_source) < len(index.source)
+    whole_trie = re.compile(index.source).findall
+    lines = [t.lower() for t in lines_to_check(tmp_path) + words_lines(tmp_path / "words.log", 1 << 18)]
+    ascii = [low for low in lines if low.isascii()]
+    assert len(ascii) > 1000 and len(ascii) < len(lines)
+    for low in ascii:
+        assert list(index._found(low)) == whole_trie(low), low
+    assert index._finder is None  # only the ASCII trie was needed
+    low = "/src/a.c:1: référence indéfinie vers « cusparsescsrmm2 »"
+    assert "référence indéfinie vers" in index.holds(index._found(low))
+    assert index._finder is not None
+
+
+def test_an_ascii_trie_missing_a_string_is_caught(tmp_path: Path) -> None:
+    """Mutation check: the ASCII trie built without one ASCII string (`error:`) reports other strings on some line."""
+    index = fresh()
+    strings = [s for s in index.contained if s.isascii() and s != "error:"]
+    index.ascii_source = "(?=(" + literalindex._trie(strings) + "))"
+    whole_trie = re.compile(str(index.source)).findall
+    lines = [t.lower() for t in words_lines(tmp_path / "words.log", 1 << 16)]
+    assert any(list(index._found(low)) != whole_trie(low) for low in lines)
