@@ -111,8 +111,9 @@ class PathFold:
         self.memo: dict[Any, bool] = {}  # knownfold's tests that depend on this fold's units only
 
     def _load(self, matcher: Matcher) -> None:
+        from legacy_gpu_patch.classify.literalindex import _trie
         from legacy_gpu_patch.classify.pathfold import location_path
-        from legacy_gpu_patch.classify.prepare import _trie, prepared
+        from legacy_gpu_patch.classify.prepare import prepared
 
         self.contexts = contexts = shipped_contexts(matcher.rules, prepared(matcher.rules).lead)
         self._always = frozenset(u for u, c in enumerate(contexts) if c is None)

@@ -27,7 +27,7 @@ which gives the same answer, learning no part (its tables stay small), and says 
 from __future__ import annotations
 
 from legacy_gpu_patch.classify.adaptive import Learning
-from legacy_gpu_patch.classify.prepare import LiteralIndex
+from legacy_gpu_patch.classify.literalindex import LiteralIndex
 from legacy_gpu_patch.classify.shapes import RAW_TO_ZERO
 from legacy_gpu_patch.classify.srecache import compile_re
 
@@ -88,9 +88,7 @@ class LocatedIndex:
             # new heads keep coming (a build of thousands of paths): the whole line searched once, not two new parts
             # and their unions; the same answer (module docstring), and no match is said to start past the path
             self.starts = frozenset()
-        index = self.index
-        found = index.found(low)
-        return index.holds(found), index.rules_of(found)
+        return self.index.answer(low)
 
     def answer(self, low: str, cut: int) -> tuple[frozenset[str], list[int]]:
         """(every string of the index `low` holds, the rules its literals select in priority order) for a lowered
@@ -158,6 +156,5 @@ class LocatedIndex:
         return part
 
     def _part(self, text: str) -> _Part:
-        index = self.index
-        found = index.found(text)
-        return index.holds(found), frozenset(index.rules_of(found))
+        held, rules = self.index.answer(text)
+        return held, frozenset(rules)

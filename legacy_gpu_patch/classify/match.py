@@ -17,8 +17,9 @@ from legacy_gpu_patch.classify.fastpath import _GLUE_FIRST, _MAY_BE_PREFIXED, MA
 from legacy_gpu_patch.classify.foldshape import PathFold
 from legacy_gpu_patch.classify.keygate import led_gates
 from legacy_gpu_patch.classify.lead import LeadSteps
+from legacy_gpu_patch.classify.literalindex import LiteralIndex
 from legacy_gpu_patch.classify.located import LocatedIndex
-from legacy_gpu_patch.classify.prepare import LiteralIndex, compile_gate, compile_lowered, lead_machinery, prepared
+from legacy_gpu_patch.classify.prepare import compile_gate, compile_lowered, lead_machinery, prepared
 from legacy_gpu_patch.classify.rules import Rule, RuleSet, load_rules
 from legacy_gpu_patch.classify.shapes import MAX_SHAPES, RAW_TO_ZERO, RuleMatch, ShapeCache
 
@@ -79,9 +80,9 @@ class Matcher(LeadSteps):
         self._index = prep.index
         self._located = LocatedIndex(self._index, prep.starts)
         self._lead_orders: dict[frozenset[str], tuple[int, ...]] = {}  # _lead_held's steps per index answer
+        self._worth: dict[frozenset[str], list[int]] = {}  # _worth_trying's rules per index answer
         # per rule, strings one of which each match holds (ASCII lines only: lower() is per character there)
         self._factors = prep.factors
-        self._no_factors: tuple[Any, ...] = (None,) * len(self._rules)
         self._gate_sources = prep.gates
         self._lowered = prep.lowered or ((None, None),) * len(self._rules)
         self._led = prep.led
@@ -178,30 +179,28 @@ class Matcher(LeadSteps):
         index = self._index
         held = None
         selected: list[int] | None = None  # the rules the line's literals select, where the index answered first
-        if index.compiled():  # not before: a log with few error lines should not pay for compiling it (~25 ms)
+        located = index.compiled()  # not before: a log with few error lines should not pay for compiling it (~25 ms)
+        if located:
             # every prefilter literal (the lead steps' too) and necessary string `low` holds (located.py)
             held, selected = self._located.search(text, low)
         lead = self._lead_first(text, skip, held)
         if lead is not None:
             return lead
-        if held is None:
-            found = index.found(low)
-            held = index.holds(found)
+        if held is None or selected is None:
+            held, selected = index.answer(low)
         steps = self._lead_steps
         rules = self._rules
         plain = text.isascii()
-        factors = self._factors if plain else self._no_factors
         searchers = self._searchers
         first = len(steps) - self._lead
         if plain:
             self.held = held
-        cut, starts = (self._located.cut, self._located.starts) if selected is not None else (0, frozenset())
-        for i in index.rules_of(found) if selected is None else selected:
+        cut, starts = (self._located.cut, self._located.starts) if located else (0, frozenset())
+        if plain:
+            selected = self._worth_trying(held, selected)
+        for i in selected:
             if skip and first + i in skip:
                 continue
-            need = factors[i]
-            if need is not None and not _holds_all(need, held):
-                continue  # a set of strings every match holds one of, none here: the regex cannot match
             entry = searchers[i]
             if entry is _UNKNOWN:  # compiled when the rule is first tried: start-up stays cheap
                 entry = self._searcher(i)
@@ -209,6 +208,19 @@ class Matcher(LeadSteps):
             if m is not None:
                 return first + i, rules[i], m
         return None
+
+    def _worth_trying(self, held: frozenset[str], selected: list[int]) -> list[int]:
+        """The rules of `selected` (those an ASCII line's literals select) whose necessary strings it holds (the others
+        cannot match), kept per `held`, its index strings, which decide both; new lines find few such sets."""
+        worth = self._worth.get(held)
+        if worth is None:
+            factors = self._factors
+            worth = [i for i, need in zip(selected, map(factors.__getitem__, selected))
+                     if need is None or _holds_all(need, held)]
+            if len(self._worth) >= MAX_SHAPES:
+                self._worth.clear()
+            self._worth[held] = worth
+        return worth
 
     def _searcher(self, i: int) -> tuple[Any, Any, Any]:
         gate_source = self._gate_sources[i]

@@ -11,7 +11,6 @@ Only compiling is left to each run (and only for the patterns it reaches).
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -21,6 +20,7 @@ from typing import Any, Optional
 from legacy_gpu_patch.classify.casefold import lowered
 from legacy_gpu_patch.classify.fastpath import _RAW_PREFIX_FIRST, _anchored, necessary_factors
 from legacy_gpu_patch.classify.keygate import key_gate, led_gates
+from legacy_gpu_patch.classify.literalindex import LiteralIndex
 from legacy_gpu_patch.classify.normalize import RAW_PREFIX_RE
 from legacy_gpu_patch.classify.rules import Rule, RuleSet
 from legacy_gpu_patch.classify.shapes import digit_blind, digit_contexts, literals_blind
@@ -29,100 +29,6 @@ from legacy_gpu_patch.classify.srecache import compile_re
 __all__ = ["LeadStep", "LiteralIndex", "Prepared", "lead_machinery", "prepared"]
 
 _RAW_SKIP_IDS = ("command-echo", "include-chain", "progress-line", "cmake-status", "test-result-line")
-
-
-PLAIN_LINES = 64  # lines whose strings are tested one by one before the trie is compiled
-
-
-class LiteralIndex:
-    """Which strings of the rules a lowercased line holds: the prefilter literals (which rules after the lead ones
-    it may match) and the necessary strings of every rule (fastpath.necessary_factors: which of them can match).
-
-    Testing each of ~350 literals and the factor sets with `in` costs ~40 us a line, which every new message
-    shape of an error-dense log pays. All the strings are searched at once instead, by one regex: a trie of them
-    (`a(?:bc|d)`, each branch led by its own literal character, which sre tests cheaply), in a look-ahead so that
-    findall() tries it at every position and returns the longest string starting there. Exact: a string the line
-    holds either starts where findall reports one, and is then a prefix of it, or lies inside a longer one found;
-    both are contained in a string found, and each string found stands for every string it contains (`contained`,
-    and the rules of the literals among them, `implied`).
-    """
-
-    __slots__ = ("_finder", "_plain_left", "always", "contained", "implied", "source")
-
-    def __init__(self, rules: RuleSet, extra: Sequence[str] = ()) -> None:
-        """`extra`: more lowercased strings to look for (the rules' necessary strings)."""
-        self.always = frozenset(rules.always)
-        gated = dict(zip(rules.literals, rules.literal_rules))
-        strings = list(dict.fromkeys([*rules.literals, *(s for s in extra if s)]))
-        by_length = sorted(strings, key=len)
-        self.contained = {s: frozenset(o for o in by_length[: bisect_right(by_length, len(s), key=len)] if o in s)
-                          for s in strings}
-        self.implied = {s: frozenset(i for o in self.contained[s] if o in gated for i in gated[o]) for s in strings}
-        self.source = "(?=(" + _trie(strings) + "))" if strings else None
-        self._finder: Any = None
-        self._plain_left = PLAIN_LINES
-
-    def __getstate__(self) -> tuple[Any, ...]:
-        return self.always, self.contained, self.implied, self.source
-
-    def __setstate__(self, state: tuple[Any, ...]) -> None:
-        self.always, self.contained, self.implied, self.source = state
-        self._finder = None
-        self._plain_left = PLAIN_LINES
-
-    def found(self, low: str) -> set[str]:
-        """The longest string of the index starting at each position of `low` (see the class docstring)."""
-        finder = self._finder
-        if finder is None:
-            if self.source is None:
-                return set()
-            if self._plain_left > 0:
-                # the trie costs ~20 ms to compile: a log with a few error lines tests the strings one by one (every
-                # string held, a superset of what findall reports, closed under containment: the same holds())
-                self._plain_left -= 1
-                return {s for s in self.contained if s in low}
-            finder = self._finder = compile_re(self.source).findall
-        return set(finder(low))
-
-    def compiled(self) -> bool:
-        """Whether found() searches with the trie (compiled after PLAIN_LINES searches)."""
-        return self._finder is not None
-
-    def holds(self, found: set[str]) -> frozenset[str]:
-        """Every string of the index the line holds, from found()."""
-        contained = self.contained
-        return frozenset().union(*(contained[s] for s in found))
-
-    def rules_of(self, found: set[str]) -> list[int]:
-        """Indices (priority order) of the rules whose prefilter literals the line holds (or that have none)."""
-        idx = set(self.always)
-        implied = self.implied
-        for s in found:
-            idx |= implied[s]
-        return sorted(idx)
-
-    def rules_for(self, low: str) -> list[int]:
-        """rules_of(found(low))."""
-        return self.rules_of(self.found(low))
-
-
-def _trie(words: Sequence[str]) -> str:
-    """A regex matching exactly the words, longest first at each point (greedy optional tails)."""
-    root: dict[str, Any] = {}
-    for word in words:
-        node = root
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def emit(node: dict[str, Any]) -> str:
-        alts = [re.escape(ch) + emit(node[ch]) for ch in sorted(k for k in node if k)]
-        if not alts:
-            return ""
-        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-        return "(?:" + body + ")?" if "" in node else body
-
-    return emit(root)
 
 
 @dataclass(frozen=True)
@@ -261,8 +167,9 @@ def prepare(rules: RuleSet) -> Prepared:
 
 def _code() -> list[Path]:
     here = Path(__file__).resolve().parent
-    return [here / name for name in ("prepare.py", "fastpath.py", "keygate.py", "shapes.py", "digitruns.py",
-                                       "normalize.py", "casefold.py", "pathfold.py", "pathcontext.py", "pathstart.py")]
+    return [here / name for name in ("prepare.py", "literalindex.py", "fastpath.py", "keygate.py", "shapes.py",
+                                       "digitruns.py", "normalize.py", "casefold.py", "pathfold.py", "pathcontext.py",
+                                       "pathstart.py")]
 
 
 @lru_cache(maxsize=8)

@@ -225,7 +225,7 @@ def test_necessary_factors_gate_no_line_a_rule_would_match() -> None:
     """A rule's regex is skipped on a line without any of its necessary strings: never on one it matches."""
     c = Classifier()
     plain = Classifier()
-    plain._factors = plain._no_factors  # every candidate rule's regex runs
+    plain._factors = (None,) * len(plain._rules)  # every candidate rule's regex runs
     for line in edge_lines():
         text = normalize(line)
         got, want = c.match(text), plain.match(text)

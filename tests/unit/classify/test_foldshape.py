@@ -23,9 +23,10 @@ from legacy_gpu_patch.classify import foldshape
 from legacy_gpu_patch.classify.casefold import _shifted
 from legacy_gpu_patch.classify.classifier import Classifier, load_rules
 from legacy_gpu_patch.classify.foldshape import PathFold, unit_contexts
+from legacy_gpu_patch.classify.literalindex import PLAIN_LINES
 from legacy_gpu_patch.classify.match import Matcher
 from legacy_gpu_patch.classify.pathfold import location_path
-from legacy_gpu_patch.classify.prepare import PLAIN_LINES, prepared
+from legacy_gpu_patch.classify.prepare import prepared
 from legacy_gpu_patch.classify.rules import _any_of, _never
 from legacy_gpu_patch.classify.shapes import NOT_FOLDED
 
