@@ -193,10 +193,9 @@ class Matcher(LeadSteps):
         plain = text.isascii()
         searchers = self._searchers
         first = len(steps) - self._lead
-        if plain:
-            self.held = held
         cut, starts = (self._located.cut, self._located.starts) if located else (0, frozenset())
         if plain:
+            self.held = held
             selected = self._worth_trying(held, selected)
         for i in selected:
             if skip and first + i in skip:
