@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from classify_logs import generate, generate_cmake_tail, generate_dense, generate_dense_words
+from classify_logs import generate, generate_cmake_tail, generate_dense, generate_dense_split, generate_dense_words
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,11 +44,14 @@ def _json_of(path: Path, checkout: Path, cache: Path) -> bytes:
 
 def equal_against(other: Path, work: Path, size_mb: int) -> int:
     """Compare the --json of this checkout and `other` on every log fixture and on generated quiet, error-dense,
-    cmake-tail and error-dense-words logs of `size_mb`; prints one line a log, returns the number that differ."""
+    cmake-tail, error-dense-words, -names and -paths logs of `size_mb`; prints one line a log, returns the number that
+    differ."""
     logs = sorted(p for p in (REPO / "tests" / "fixtures" / "logs").rglob("*")
                   if p.is_file() and p.suffix in (".log", ".corpus"))
     for name, make in (("quiet", generate), ("dense", generate_dense), ("cmake-tail", generate_cmake_tail),
-                       ("dense-words", generate_dense_words)):
+                       ("dense-words", generate_dense_words),
+                       ("dense-names", lambda path, size: generate_dense_split(path, size, "names")),
+                       ("dense-paths", lambda path, size: generate_dense_split(path, size, "paths"))):
         logs.append(work / f"{name}-{size_mb}mb.log")
         make(logs[-1], size_mb << 20)
     differ = 0

@@ -10,7 +10,9 @@
    CI timestamp and BuildKit prefixes, innocent mentions of "error", a few real errors at the end), *error-dense*
    (a failing build: one line in five a distinct compiler/linker/nvcc error) and *cmake-tail* (the quiet log whose
    tail has ~3,000 CMake `-- Looking for X - not found` lines) and *error-dense-words* (error-dense's rate, its
-   errors naming distinct lowercase identifiers and paths: nearly every error line a new shape).
+   errors naming distinct lowercase identifiers and paths: nearly every error line a new shape), with its two kinds
+   of newness apart: *error-dense-names* (distinct identifiers in 140 files) and *error-dense-paths* (distinct
+   paths, four identifiers).
 2. For each log, alternately (A/B/C, --repeat rounds, so a busy moment of the shared machine hits all alike):
    `lgpatch classify LOG --json` as a process (start-up included: what a user gets), the classifier in-process,
    and `grep -cE` with the same literal prefilters (the classifier's triggers), all from the page cache. Prints
@@ -55,13 +57,14 @@ from classify_logs import (  # noqa: E402 - after the path set-up; re-exported f
     generate,
     generate_cmake_tail,
     generate_dense,
+    generate_dense_split,
     generate_dense_words,
     long_lines,
     rnd_name,
 )
 
 __all__ = ["DENSE_ERRORS", "DIRS", "ERRORS", "NAMES", "generate", "generate_cmake_tail", "generate_dense",
-           "generate_dense_words", "long_lines", "main", "rnd_name"]
+           "generate_dense_split", "generate_dense_words", "long_lines", "main", "rnd_name"]
 
 def triggers() -> list[str]:
     from legacy_gpu_patch.classify.classifier import load_rules
@@ -247,11 +250,14 @@ def main(argv: list[str] | None = None) -> int:
         print(startup(work))
         pats = triggers()
         logs = {"quiet": work / "quiet.log", "error-dense": work / "dense.log", "cmake-tail": work / "cmake-tail.log",
-                "error-dense-words": work / "dense-words.log"}
+                "error-dense-words": work / "dense-words.log", "error-dense-names": work / "dense-names.log",
+                "error-dense-paths": work / "dense-paths.log"}
         generate(logs["quiet"], size)
         generate_dense(logs["error-dense"], size)
         generate_cmake_tail(logs["cmake-tail"], size)
         generate_dense_words(logs["error-dense-words"], size)
+        generate_dense_split(logs["error-dense-names"], size, "names")
+        generate_dense_split(logs["error-dense-paths"], size, "paths")
         medians = {name: bench_log(name, path, args.repeat, pats, args.python_search, args.against)
                    for name, path in logs.items()}
         dense, quiet = medians["error-dense"], medians["quiet"]
@@ -259,10 +265,12 @@ def main(argv: list[str] | None = None) -> int:
               f"load now {os.getloadavg()[0]:.2f}")
         if dense[1] is not None and quiet[1] is not None:
             print(f"  --against: {dense[1] / quiet[1]:.2f}x")
-        words = medians["error-dense-words"]  # distinct identifiers and paths: the caches learn and never hit
-        print(f"error-dense-words / quiet (process CPU, medians): {words[0] / quiet[0]:.2f}x")
-        if words[1] is not None and quiet[1] is not None:
-            print(f"  --against: {words[1] / quiet[1]:.2f}x")
+        # distinct identifiers and paths (the caches learn and never hit), then each kind of newness alone
+        for name in ("error-dense-words", "error-dense-names", "error-dense-paths"):
+            times = medians[name]
+            print(f"{name} / quiet (process CPU, medians): {times[0] / quiet[0]:.2f}x")
+            if times[1] is not None and quiet[1] is not None:
+                print(f"  --against: {times[1] / quiet[1]:.2f}x")
         if args.big_mb:
             big = work / "big.log"
             generate(big, args.big_mb << 20, seed=2)

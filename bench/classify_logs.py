@@ -260,3 +260,26 @@ def generate_dense_words(path: Path, size: int, seed: int = 5) -> int:
         return f"[{number}/99999] Building CXX object torch_cpu.dir/{p}.o"
 
     return _write_lines(path, size, line)
+
+
+def generate_dense_split(path: Path, size: int, distinct: str, seed: int = 6) -> int:
+    """The words log's two kinds of newness apart: `distinct="names"`, its errors in 140 files (20 directories, 7
+    names) naming distinct identifiers (a failing build's usual shape: every head known, every message new);
+    `distinct="paths"`, in distinct paths naming four identifiers (every head new, the messages few)."""
+    rnd = random.Random(seed)
+    names = [_word(rnd) for _ in range(4)]
+
+    def line(number: int) -> str:
+        if distinct == "names":
+            p = f"mod{number % 20}/part{number % 7}{_SUFFIXES[number % 5]}"
+            a, b = _word(rnd), _word(rnd)
+        else:
+            dirs = "/".join(_word(rnd) for _ in range(rnd.randint(1, 3)))
+            p = f"{dirs}/{_word(rnd)}{rnd.choice(_SUFFIXES)}"
+            a, b = names[number % 4], names[number % 3]
+        if number % 5 == 0:
+            return rnd.choice(WORD_ERRORS).format(p=f"/src/{p}", l=rnd.randint(1, 900), c=rnd.randint(1, 60), a=a,
+                                                  b=b, k="class " + b.capitalize())
+        return f"[{number}/99999] Building CXX object torch_cpu.dir/{p}.o"
+
+    return _write_lines(path, size, line)

@@ -44,6 +44,7 @@ from legacy_gpu_patch.classify.srecache import compile_re
 __all__ = ["FoldedLines"]
 
 _BACKQUOTE = bytes.maketrans(b"`", b"'")
+_ASCII_DIGIT = compile_re(r"[0-9]").search
 
 
 class FoldedLines(KnownLines):
@@ -233,7 +234,10 @@ class FoldedLines(KnownLines):
 def _path_alike(fold: Any, path: str) -> bool:
     """Whether every path of `path`'s shape (lowered, with its `:`/`(`) holds the units' contexts `path` holds: none
     holding a digit has its shape in the path's shape (a string without one is in every path of the shape alike).
-    Kept per path in fold.memo."""
+    A path without a digit holds none (`path` is ASCII: a string holding an ASCII digit has a `0` in its shape, one
+    holding another digit is not in it); any other is kept per path in fold.memo."""
+    if not _ASCII_DIGIT(path):
+        return True  # most paths: no translate, no look-up, nothing kept per path (a build has thousands)
     memo = fold.memo
     alike = memo.get(path)
     if alike is None:

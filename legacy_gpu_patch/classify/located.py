@@ -18,8 +18,10 @@ with a digit is tested on the rest itself. The strings held are the union of the
 literals select are those of the strings it holds (LiteralIndex.implied: closed under containment).
 
 Parts pay only where they repeat: a build of thousands of paths, each named once or twice (distinct identifiers
-and directories), makes nearly every head new, and two new parts cost more than the whole line's one search. So
-while nearly every head is new (adaptive.py's Learning, over located lines), search() searches the whole line,
+and directories), makes nearly every head new, and errors naming distinct identifiers in a few files make nearly
+every rest new; a new part costs more than the whole line's one search (the digit strings its shape allows, the
+unions). So while nearly every located line has a new head or a new rest shape (adaptive.py's Learning, over
+located lines), search() searches the whole line,
 which gives the same answer, learning no part (its tables stay small), and says no match starts past the path
 (`starts` empty: every rule is searched from the line's start, as a line without a location is).
 """
@@ -82,24 +84,28 @@ class LocatedIndex:
         if cut:
             self.asked += 1
             learning = self.learning
-            if (learning.on or self.asked >= learning.until) and (
-                    low[: cut + 1] in self._heads or learning.miss(self.asked)):
-                return self.answer(low, cut)
-            # new heads keep coming (a build of thousands of paths): the whole line searched once, not two new parts
-            # and their unions; the same answer (module docstring), and no match is said to start past the path
+            if learning.on or self.asked >= learning.until:
+                shape = low[cut:].encode("utf-8", "surrogatepass").translate(RAW_TO_ZERO)
+                if (low[: cut + 1] in self._heads and shape in self._rests) or learning.miss(self.asked):
+                    return self.answer(low, cut, shape)
+            # new heads or new rests keep coming (a build of thousands of paths, or errors naming distinct
+            # identifiers): the whole line searched once, not a new part and the unions; the same answer (module
+            # docstring), and no match is said to start past the path
             self.starts = frozenset()
         return self.index.answer(low)
 
-    def answer(self, low: str, cut: int) -> tuple[frozenset[str], list[int]]:
+    def answer(self, low: str, cut: int, shape: bytes | None = None) -> tuple[frozenset[str], list[int]]:
         """(every string of the index `low` holds, the rules its literals select in priority order) for a lowered
-        line whose location's path is `low[:cut]` (cut > 0); `exact` must be true."""
+        line whose location's path is `low[:cut]` (cut > 0; `shape`: its rest's shape, where known); `exact` must
+        be true."""
         head = low[: cut + 1]
         part = self._heads.get(head)
         if part is None:
             part = self._head(head)
         self.starts = part[2]
         rest = low[cut:]
-        shape = rest.encode("utf-8", "surrogatepass").translate(RAW_TO_ZERO)
+        if shape is None:
+            shape = rest.encode("utf-8", "surrogatepass").translate(RAW_TO_ZERO)
         entry = self._rests.get(shape)
         if entry is None:
             if len(self._rests) >= MAX_PARTS:

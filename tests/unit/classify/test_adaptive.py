@@ -1,11 +1,12 @@
 """Adaptive learning (adaptive.py): the caches rest while nearly every candidate line is new, and the located index
-(located.py) searches whole lines while nearly every head is new, with the same results.
+(located.py) searches whole lines while nearly every head or rest shape is new, with the same results.
 
 Findings, contexts, counts and line numbers with learning adaptive equal those with it never resting, always
 resting and those of the plain path, on the bench's error-dense-words log (distinct identifiers and paths), its
 error-dense and quiet logs, messy and fixture logs, in big and small chunks, with the caps low and high; the words
 log is checked to make the caches rest (and keep less), the error-dense log not to; the located index's answers,
-resting or not, equal the whole line's search on the words and dense logs' lines.
+resting or not, equal the whole line's search on the words and dense logs' lines, and on a log of errors in a few
+files naming distinct identifiers (its heads repeat, its rests do not), which makes it rest.
 """
 
 from __future__ import annotations
@@ -129,3 +130,63 @@ def test_the_located_index_answers_alike_resting_or_not(logs: list[bytes]) -> No
             assert located.search(text, low) == whole(index, low), (mode, text)
         assert (learning.rests > 0) == (mode == "adaptive"), mode  # the words log's new heads made it rest
         assert (len(located._heads) < 2000) == (mode != "never"), mode
+
+
+def _few_files_log(lines: int, seed: int = 3) -> list[str]:
+    """A failing build's errors in 20 files, each naming an identifier of its own: heads repeat, rests are new."""
+    import random
+
+    rnd = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz_"
+    out = []
+    for n in range(lines):
+        word = "".join(rnd.choices(letters, k=rnd.randint(5, 12)))
+        out.append(f"src/mod{n % 20}/f{n % 7}.cpp:{rnd.randint(1, 900)}:{rnd.randint(1, 60)}: error: '{word}' was "
+                   f"not declared in this scope")
+    return out
+
+
+def test_the_located_index_rests_where_heads_repeat_and_rests_are_new() -> None:
+    from test_located_index import compiled_index, whole
+
+    index = compiled_index()
+    lines = [normalize(t) for t in _few_files_log(6000)]
+    located = LocatedIndex(index)
+    for text in lines:
+        low = text.lower()
+        assert located.search(text, low) == whole(index, low), text
+    assert located.learning.rests > 0  # every rest new: the whole line searched, no part learnt
+    assert len(located._heads) <= 20 * 7 and len(located._rests) < 3000
+
+
+def test_findings_of_a_few_files_log_are_alike_resting_or_not() -> None:
+    log = ("\n".join(line for n, e in enumerate(_few_files_log(6000))
+                     for line in (f"[{n}/6000] Building CXX object a.dir/b{n}.o", e)) + "\n").encode()
+    results = {mode: summary(_run(log, mode)) for mode in ("adaptive", "never", "always")}
+    assert results["adaptive"] == results["never"] == results["always"]
+
+
+def test_the_bench_logs_of_each_kind_of_newness_hold_what_they_say(tmp_path: Path) -> None:
+    import re
+    import sys
+
+    from test_grep_accelerator import BENCH
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        from classify_logs import generate_dense_split  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(BENCH))
+    heads: dict[str, set[str]] = {}
+    for kind in ("names", "paths"):
+        path = tmp_path / f"{kind}.log"
+        generate_dense_split(path, 300_000, kind)
+        errors = [t for t in path.read_text().splitlines() if not t.startswith("[")]
+        located = [t for t in errors if t.startswith("/src/")]
+        heads[kind] = {re.sub(r"[:(][0-9].*", "", t) for t in located}
+        messages = {re.sub(r"^\S+?[:(][0-9]+[:,)]?[0-9]*\)?:? ", "", t) for t in located}
+        assert len(errors) * 5 == pytest.approx(len(path.read_text().splitlines()), rel=0.02)
+        if kind == "names":
+            assert len(heads[kind]) <= 140 and len(messages) > 0.95 * len(located)  # few files, new messages
+        else:
+            assert len(heads[kind]) > 0.95 * len(located) and len(messages) < 0.15 * len(located)  # few messages

@@ -210,6 +210,30 @@ def test_a_heads_token_and_units_kept_per_strings_present_are_those_worked_out_f
     assert len(heads) > 500 and len(fold._by_present) < len(heads) / 5
 
 
+def test_a_paths_digit_contexts_answer_is_worked_out_alike_with_or_without_a_digit() -> None:
+    """knownfold._path_alike answers a path without an ASCII digit at once (no context of a digit in it): the same as
+    testing each digit context's shape on the path's shape (the code before that shortcut, written out here), on the
+    heads of many located lines, digits in their paths or not, and heads made to hold the contexts' shapes (the
+    shipped rules' path contexts hold no digit today: the contexts here are such strings' shapes)."""
+    from types import SimpleNamespace
+
+    from legacy_gpu_patch.classify.knownfold import _path_alike
+    from legacy_gpu_patch.classify.shapes import TEXT_TO_ZERO
+
+    shapes = ("c0000", "int00_t", "sm_00", "cuda0.h", "lib0/x")
+    lines = [t for t in _located_lines(12, 2_000) if t.isascii()]
+    heads = {t.lower()[: location_path(t) + 1] for t in lines}
+    heads |= {f"src/{s.replace('0', '7')}/a.c:" for s in shapes} | {f"src/{s}/a.c(" for s in shapes}
+    heads |= {f"src/{s.replace('0', '')}/a.c:" for s in shapes}  # the context's letters without its digit
+    told = set()
+    for head in sorted(heads):
+        fold = SimpleNamespace(memo={}, digit_shapes=shapes)
+        expected = not any(s in head.translate(TEXT_TO_ZERO) for s in shapes)
+        assert _path_alike(fold, head) == expected, head
+        told.add((expected, any(ch.isdigit() for ch in head)))
+    assert told == {(True, True), (True, False), (False, True)} and len(heads) > 50
+
+
 def test_a_folded_entry_that_keeps_no_rule_is_learnt_again_from_a_line_holding_none_of_its_runs() -> None:
     """PathFold._folded_match: the first lines of a folded shape hold `672` (a run of no-matching-function, a digit-
     aware rule; the shape cache starts after 64 lines): its entry keeps no rule, and each line of the shape went the
