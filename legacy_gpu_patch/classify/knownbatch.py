@@ -23,7 +23,9 @@ attribute look-ups). The run counts such a line itself, where all of this holds 
 While no finding waits or wants context, no block is open and nothing is told of findings (none of which a line
 counted or passed over changes), `_count_run` takes the lines in a loop of its own, with those tests made once and
 the counts added up and kept when it stops at a line it does not take. The same lines get the same counts, in the
-same order. tests/unit/classify/test_known_batch.py compares findings,
+same order. A line the long way takes whose finding waits, the next line being a progress line (no candidate) that
+ends it, has that line taken in the run too, as the scan loop's next turn takes it (LineReader._progress_ends_pending;
+test_line_shortcuts.py). tests/unit/classify/test_known_batch.py compares findings,
 counts, contexts and line numbers with the counting off (`batch`), and checks that the run counted lines.
 """
 
@@ -172,6 +174,12 @@ class BatchLines(ClassedLines):
             return pos, counted, counted_pos
         counted, counted_pos = counted + block.count(b"\n", counted_pos, s), s
         self._unknown_line(base + counted + 1, block, raw, key, s, e, hit)
+        # a waiting finding whose next line, no candidate, is a progress line that ends it: what the scan loop's
+        # next turn does (Classifier._scan), here, so that the run goes on (a failing build's new error lines mostly
+        # wait, and each left the run and came back: ~3 us a line)
+        if (self._pending is not None and self._want > 0 and pos < end
+                and (i >= len(starts) or starts[i] != pos) and self._progress_ends_pending(block, pos)):
+            pos = block.find(b"\n", pos) + 1
         return pos, counted, counted_pos
 
     def _unknown_line(self, number: int, block: bytes, raw: bytes, key: bytes, s: int, e: int, hit: int) -> None:
