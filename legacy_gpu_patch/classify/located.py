@@ -23,7 +23,9 @@ every rest new; a new part costs more than the whole line's one search (the digi
 unions). So while nearly every located line has a new head or a new rest shape (adaptive.py's Learning, over
 located lines), search() searches the whole line,
 which gives the same answer, learning no part (its tables stay small), and says no match starts past the path
-(`starts` empty: every rule is searched from the line's start, as a line without a location is).
+(`starts` empty: every rule is searched from the line's start, as a line without a location is); where the head is
+known and holds none of the index's strings (most paths), the rest alone is searched (the line holds what its rest
+holds) and the head's `starts` are kept.
 """
 
 from __future__ import annotations
@@ -89,8 +91,14 @@ class LocatedIndex:
                 if (low[: cut + 1] in self._heads and shape in self._rests) or learning.miss(self.asked):
                     return self.answer(low, cut, shape)
             # new heads or new rests keep coming (a build of thousands of paths, or errors naming distinct
-            # identifiers): the whole line searched once, not a new part and the unions; the same answer (module
-            # docstring), and no match is said to start past the path
+            # identifiers): no new part, no unions. A known head holding no string of the index: the line holds the
+            # strings its rest holds (module docstring), so the rest alone is searched, and the head's rules that
+            # cannot start in its path are skipped there; any other line searched whole (the same answer), no match
+            # said to start past the path
+            part = self._heads.get(low[: cut + 1])
+            if part is not None and not part[0]:
+                self.starts = part[2]
+                return self.index.answer(low[cut:])
             self.starts = frozenset()
         return self.index.answer(low)
 

@@ -133,7 +133,7 @@ def test_the_located_index_answers_alike_resting_or_not(logs: list[bytes]) -> No
 
 
 def _few_files_log(lines: int, seed: int = 3) -> list[str]:
-    """A failing build's errors in 20 files, each naming an identifier of its own: heads repeat, rests are new."""
+    """A failing build's errors in 420 files, each naming an identifier of its own: heads repeat, rests are new."""
     import random
 
     rnd = random.Random(seed)
@@ -141,8 +141,9 @@ def _few_files_log(lines: int, seed: int = 3) -> list[str]:
     out = []
     for n in range(lines):
         word = "".join(rnd.choices(letters, k=rnd.randint(5, 12)))
-        out.append(f"src/mod{n % 20}/f{n % 7}.cpp:{rnd.randint(1, 900)}:{rnd.randint(1, 60)}: error: '{word}' was "
-                   f"not declared in this scope")
+        folder = ("mod", "cuda", "thc_")[n % 3]  # and heads that hold strings of the index (`cuda`, `thc`)
+        out.append(f"src/{folder}{n % 20}/f{n % 7}.cpp:{rnd.randint(1, 900)}:{rnd.randint(1, 60)}: error: '{word}' "
+                   f"was not declared in this scope")
     return out
 
 
@@ -155,8 +156,10 @@ def test_the_located_index_rests_where_heads_repeat_and_rests_are_new() -> None:
     for text in lines:
         low = text.lower()
         assert located.search(text, low) == whole(index, low), text
-    assert located.learning.rests > 0  # every rest new: the whole line searched, no part learnt
-    assert len(located._heads) <= 20 * 7 and len(located._rests) < 3000
+    assert located.learning.rests > 0  # every rest new: no rest part learnt
+    assert len(located._heads) <= 3 * 20 * 7 and len(located._rests) < 3000
+    held = {bool(part[0]) for part in located._heads.values()}
+    assert held == {True, False}  # heads holding none of the index's strings (the rest searched alone) and others
 
 
 def test_findings_of_a_few_files_log_are_alike_resting_or_not() -> None:
