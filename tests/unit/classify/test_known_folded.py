@@ -31,15 +31,23 @@ def _no_head_classes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(knownclass.ClassedLines, "classes", False)
 
 
-def _located_log(seed: int) -> bytes:
+FIXED_RESTS = ["error: `x' undeclared (first use in this function)",
+               "error: 'cusparseScsrmm2' was not declared in this scope",
+               "error: no matching function for call to 'f(int)' C2664"]
+
+
+def _located_log(seed: int, every_path: bool = False) -> bytes:
     """Each message under many paths and locations (so that most lines are of a folded shape seen before), the
-    lines whose path decides a rule among them, between progress lines."""
+    lines whose path decides a rule among them, between progress lines. With `every_path`, the fixed messages also
+    come under every path (paths of many lengths: an entry's spans are shifted for several cuts whatever the
+    sample of the rules' examples and fixture lines is)."""
     rnd = random.Random(seed)
-    rests = [*rnd.sample(message_lines(), 300), "error: `x' undeclared (first use in this function)",
-             "error: 'cusparseScsrmm2' was not declared in this scope",
-             "error: no matching function for call to 'f(int)' C2664"]
+    rests = [*rnd.sample(message_lines(), 300), *FIXED_RESTS]
     lines = [rnd.choice(PATHS) + f":{rnd.randint(1, 999)}:{rnd.randint(1, 99)}: " + rest
              for rest in rests for _ in range(6)]
+    if every_path:
+        lines += [path + f":{rnd.randint(1, 999)}:{rnd.randint(1, 99)}: " + rest
+                  for rest in FIXED_RESTS for path in PATHS for _ in range(2)]
     lines += [rnd.choice(PATHS) + rnd.choice(TAILS) + rnd.choice(rests) for _ in range(3_000)]
     lines += PATH_DECIDES * 3
     rnd.shuffle(lines)
@@ -133,7 +141,7 @@ def test_a_raw_shape_learnt_from_its_folded_decision_decides_its_next_lines_as_t
 def test_an_entrys_strings_and_shifted_spans_are_worked_out_once_and_read_per_cut() -> None:
     """FoldedLines._derived: the folded lines of the log are found as the long way finds them (the tests above), and
     the memo was read: entries with spans shifted for several paths' lengths, each shift what _shifted gives."""
-    c = _run(_located_log(5), True)
+    c = _run(_located_log(5, every_path=True), True)
     memo = c._entry_memo
     assert memo is not None and len(memo) > 20
     shifted = [(entry, key, moved) for entry, _, shifts in memo.values() for key, moved in shifts.items()]
