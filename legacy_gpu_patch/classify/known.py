@@ -44,7 +44,7 @@ from legacy_gpu_patch.classify.linereader import _PROGRESS_RAW, LineReader
 from legacy_gpu_patch.classify.shapes import _END, MAX_SHAPES
 from legacy_gpu_patch.classify.srecache import compile_re
 
-__all__ = ["NOTHING", "PLAIN", "QUOTED", "SKIP", "SLOW", "KnownLines", "known_entry", "plain_shape"]
+__all__ = ["NOTHING", "PLAIN", "QUOTED", "SKIP", "SLOW", "KnownLines", "known_entry", "plain_shape", "rewritten"]
 
 SKIP = "skip"  # decided on the raw bytes (a command echo, include chain or progress line)
 NOTHING = "nothing"  # no finding: no rule matches, or an exception does
@@ -60,14 +60,19 @@ _GLUED = compile_re(rb"\.o/|\.obj|\.o\\")  # an object name a progress message g
 PLAIN, QUOTED = 1, 2  # plain_shape(): normalize() leaves the line as it is; it changes each backquote to a quote
 
 
+def rewritten(text: str) -> bool:
+    """Whether `text` holds one of _REWRITTEN's strings (six `in`s written out: no generator a line)."""
+    esc, cr, progress, de, fr, it = _REWRITTEN
+    return esc in text or cr in text or progress in text or de in text or fr in text or it in text
+
+
 def plain_shape(raw: bytes) -> int:
     """PLAIN where normalize() leaves every line of raw's shape as it is, QUOTED where it changes only each backquote
     to a quote (a linker's `sym'), else 0 (module docstring; no digit is tested)."""
     if not raw or not raw.isascii() or raw[:1] not in _UNPREFIXED or raw[-1] in _SPACE:
         return 0
-    esc, cr, progress, de, fr, it = _REWRITTEN
     text = raw.decode("ascii")
-    if esc in text or cr in text or progress in text or de in text or fr in text or it in text:
+    if rewritten(text):
         return 0
     if text[0] in "BLGCS" and _GLUED.search(raw):
         return 0

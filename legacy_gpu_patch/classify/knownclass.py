@@ -43,7 +43,7 @@ from typing import Any
 from legacy_gpu_patch.classify.casefold import _shifted
 from legacy_gpu_patch.classify.collect import WRAP_MIN
 from legacy_gpu_patch.classify.fastpath import _MAY_BE_PREFIXED, MATCH_WINDOW
-from legacy_gpu_patch.classify.known import _GLUED, _REWRITTEN, _UNPREFIXED, NOTHING, _key_span, known_entry
+from legacy_gpu_patch.classify.known import _GLUED, _UNPREFIXED, NOTHING, _key_span, known_entry, rewritten
 from legacy_gpu_patch.classify.knownfold import FoldedLines, _path_alike
 from legacy_gpu_patch.classify.shapes import MAX_SHAPES
 
@@ -57,9 +57,7 @@ def _clean(head: bytes) -> bool:
     """Whether plain_shape reads nothing of a line in its head but that it is there (module docstring)."""
     if head[:1] not in _UNPREFIXED or head[:1] in _MAY_BE_PREFIXED or b"`" in head or _GLUED.search(head):
         return False
-    text = head.decode("ascii")
-    esc, cr, progress, de, fr, it = _REWRITTEN  # written out as plain_shape tests them: no generator per new head
-    return not (esc in text or cr in text or progress in text or de in text or fr in text or it in text)
+    return not rewritten(head.decode("ascii"))
 
 
 class ClassedLines(FoldedLines):

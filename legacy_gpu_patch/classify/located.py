@@ -86,16 +86,16 @@ class LocatedIndex:
         if cut:
             self.asked += 1
             learning = self.learning
+            part = self._heads.get(low[: cut + 1])
             if learning.on or self.asked >= learning.until:
                 shape = low[cut:].encode("utf-8", "surrogatepass").translate(RAW_TO_ZERO)
-                if (low[: cut + 1] in self._heads and shape in self._rests) or learning.miss(self.asked):
+                if (part is not None and shape in self._rests) or learning.miss(self.asked):
                     return self.answer(low, cut, shape)
             # new heads or new rests keep coming (a build of thousands of paths, or errors naming distinct
             # identifiers): no new part, no unions. A known head holding no string of the index: the line holds the
             # strings its rest holds (module docstring), so the rest alone is searched, and the head's rules that
             # cannot start in its path are skipped there; any other line searched whole (the same answer), no match
             # said to start past the path
-            part = self._heads.get(low[: cut + 1])
             if part is not None and not part[0]:
                 self.starts = part[2]
                 return self.index.answer(low[cut:])
