@@ -221,7 +221,7 @@ class Collector(Matcher):
             if key:
                 break
         if not key:
-            where = _location(text, before)
+            where = location(text, lambda: _decoded(before()))
             key = text[where[2] :].strip().lower()[:200]
         if rule.severity == "error":
             self.errors += 1
@@ -231,7 +231,7 @@ class Collector(Matcher):
         if found is not None:
             found.count += 1
             if len(found.occurrences) < self.max_occurrences:
-                file, line, _ = where or _location(text, before)
+                file, line, _ = where or location(text, lambda: _decoded(before()))
                 found.occurrences.append(Occurrence(lineno, file, line, self.phase))
             if self.on_finding:
                 self.on_finding(found, False)
@@ -240,7 +240,7 @@ class Collector(Matcher):
             self.dropped += 1
             return
         context = _decoded(before())
-        file, line, _ = where or location(text, context)
+        file, line, _ = where or location(text, lambda: context)
         finding = _new_finding(rule, text, key, Occurrence(lineno, file, line, self.phase), context)
         if after is not None:
             finding.context_after = after[: self.context_after]
@@ -265,12 +265,6 @@ def _no_lines() -> list[bytes]:
 
 
 _NO_LINES: Before = _no_lines
-
-
-def _location(text: str, before: Before) -> tuple[str | None, int | None, int]:
-    """location(text, the lines before decoded), those lines read and decoded only where location() reads them (a
-    Python exception's line): a failing build's kept occurrence of a compiler error needs its own text alone."""
-    return location(text, _decoded(before()) if _PY_EXC_RE.match(text) else ())
 
 
 def _decoded(before: list[bytes]) -> list[str]:

@@ -8,7 +8,7 @@ ANSI colours, CI prefixes (ISO timestamps, Docker BuildKit `#16 72.51`, Spack `>
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -183,8 +183,10 @@ _PY_EXC_RE = compile_re(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit
 _LOC_NEEDS = compile_re(r"[:(]\d")
 
 
-def location(text: str, before: Sequence[str]) -> tuple[str | None, int | None, int]:
-    """(file, line, end of the location in text) of a normalized diagnostic line."""
+def location(text: str, before: Callable[[], Sequence[str]]) -> tuple[str | None, int | None, int]:
+    """(file, line, end of the location in text) of a normalized diagnostic line; `before()` gives the lines before
+    it, asked only where they are read (a Python exception's line: its `File "...", line N` comes first), so that a
+    kept occurrence of a compiler error does not decode its context."""
     m = _LOC_CMAKE_RE.search(text)
     if m:
         return m.group("file"), int(m.group("line")), 0
@@ -193,7 +195,7 @@ def location(text: str, before: Sequence[str]) -> tuple[str | None, int | None, 
         line = m.group("line") or m.group("line2")
         return m.group("file"), int(line), m.end()
     if _PY_EXC_RE.match(text):
-        for prev in reversed(before):
+        for prev in reversed(before()):
             pm = _LOC_PY_RE.search(prev)
             if pm:
                 return pm.group("file"), int(pm.group("line")), 0

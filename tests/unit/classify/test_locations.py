@@ -1,8 +1,8 @@
 """normalize.location: the file and line of a diagnostic, the same with its necessary-string tests as without.
 
 location() searches _LOC_RE only where the line holds `:` or `(` followed by a digit, and _LOC_LD_RE only where it
-holds `:(.` (every match of each holds them); the collector decodes the lines before a kept occurrence only where
-location() reads them (a Python exception's line). The reference below is location() without those tests.
+holds `:(.` (every match of each holds them), and asks for the lines before only where it reads them (a Python
+exception's line). The reference below is location() without those tests, its lines before given at once.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_grep_accelerator import FIXTURES, bench_logs, messy_log
 
-from legacy_gpu_patch.classify import collect, normalize
+from legacy_gpu_patch.classify import normalize
 from legacy_gpu_patch.classify.classifier import Classifier
 from legacy_gpu_patch.classify.normalize import location
 
@@ -72,25 +72,25 @@ def test_location_is_the_reference_on_every_line(tmp_path: Path) -> None:
     before = ['  File "setup.py", line 12, in <module>']
     found = 0
     for text in lines:
-        assert location(text, before) == _reference(text, before), text
-        found += location(text, before)[0] is not None
+        got = location(text, lambda: before)
+        assert got == _reference(text, before), text
+        found += got[0] is not None
     assert found > 1000  # the lines hold locations of every kind
-    assert location(_EDGES[4], ()) == ("foo.o", None, 0)
-    assert location(_EDGES[3], ())[1] == 12
+    assert location(_EDGES[4], list) == ("foo.o", None, 0)
+    assert location(_EDGES[3], list)[1] == 12
 
 
 def test_the_lines_before_are_read_only_where_location_reads_them() -> None:
     calls: list[int] = []
 
-    def before() -> list[bytes]:
+    def before() -> list[str]:
         calls.append(1)
-        return [b'  File "setup.py", line 7, in <module>']
+        return ['  File "setup.py", line 7, in <module>']
 
-    assert collect._location("a.cpp:3:1: error: x", before) == ("a.cpp", 3, 10)
-    assert collect._location("/usr/bin/ld: a.o: in function `f': undefined reference to `g'", before) == (
-        None, None, 0)
+    assert location("a.cpp:3:1: error: x", before) == ("a.cpp", 3, 10)
+    assert location("/usr/bin/ld: a.o: in function `f': undefined reference to `g'", before) == (None, None, 0)
     assert calls == []
-    assert collect._location("RuntimeError: CUDA error", before) == ("setup.py", 7, 0)
+    assert location("RuntimeError: CUDA error", before) == ("setup.py", 7, 0)
     assert calls == [1]
 
 
