@@ -27,7 +27,7 @@ adversarial lines (paths holding `error`, `cusparse`, digits, identifiers a rule
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from legacy_gpu_patch.classify.casefold import SpanMatch, _shifted
 from legacy_gpu_patch.classify.pathfold import FOLD_TOKEN
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only (match.py imports shapes.py,
     from legacy_gpu_patch.classify.match import Matcher
     from legacy_gpu_patch.classify.rules import RuleSet
 
-__all__ = ["NOT_FOLDED", "PathFold", "unit_contexts"]
+__all__ = ["NOT_FOLDED", "FoldTables", "PathFold", "fold_tables", "unit_contexts"]
 
 # how a lowered string that starts in a location's path and covers its `:`/`(` and first digit starts (located.py)
 _PAST_HEAD = compile_re(r"[a-z0-9_./+-]+[:(][0-9]")
@@ -69,16 +69,54 @@ def unit_contexts(rules: RuleSet, lead: tuple[Any, ...]) -> _Units:
     return tuple(out)
 
 
-def shipped_contexts(rules: RuleSet, lead: tuple[Any, ...]) -> _Units:
-    """unit_contexts(); for the shipped rule set, from the lgpatch cache (the proofs read every pattern: ~0.1 s)."""
+class FoldTables(NamedTuple):
+    """What PathFold reads off the units' contexts, a function of them alone (kept in the lgpatch cache with them: a
+    failing build's first error lines paid ~8 ms a run for it, the trie's source and the strings' containment)."""
+
+    contexts: _Units
+    always: frozenset[int]  # the units aware on every head
+    regex: dict[str, frozenset[int]]  # a pattern's context -> its units
+    literals: dict[str, frozenset[int]]  # a prefilter literal that can start in a path -> its units
+    finder: str | None  # the trie of every string of both (None: there are none)
+    contained: dict[str, frozenset[str]]  # each such string -> the strings it contains (itself too)
+    digit_shapes: tuple[str, ...]  # the shapes of the strings that hold a digit
+
+
+def fold_tables(contexts: _Units) -> FoldTables:
+    """The FoldTables of `contexts` (unit_contexts)."""
+    from legacy_gpu_patch.classify.literalindex import _trie
+
+    regex: dict[str, set[int]] = {}
+    literals: dict[str, set[int]] = {}
+    for u, both in enumerate(contexts):
+        for table, read in zip((regex, literals), both or ((), ())):
+            for string in read:
+                table.setdefault(string, set()).add(u)
+    strings = sorted({*regex, *literals})
+    return FoldTables(
+        contexts=contexts,
+        always=frozenset(u for u, c in enumerate(contexts) if c is None),
+        regex={k: frozenset(v) for k, v in regex.items()},
+        literals={k: frozenset(v) for k, v in literals.items()},
+        # each string a head holds, in one search (a trie, as prepare.LiteralIndex searches a line): the longest
+        # string found at each position stands for every string it starts with, and so for all it contains
+        finder="(?=(" + _trie(strings) + "))" if strings else None,
+        contained={x: frozenset(o for o in strings if o in x) for x in strings},
+        digit_shapes=tuple(sorted({x.translate(TEXT_TO_ZERO) for x in strings if any(ch.isdigit() for ch in x)})),
+    )
+
+
+def shipped_tables(rules: RuleSet, lead: tuple[Any, ...]) -> FoldTables:
+    """fold_tables(unit_contexts()); for the shipped rule set, from the lgpatch cache (the proofs read every
+    pattern: ~0.1 s)."""
     from pathlib import Path
 
     from legacy_gpu_patch.classify.rulecache import cached_for
 
     here = Path(__file__).resolve().parent
     code = [here / name for name in ("foldshape.py", "pathfold.py", "pathcontext.py", "pathstart.py",
-                                        "prepare.py")]
-    return cached_for(rules, "foldshape", code, lambda: unit_contexts(rules, lead))
+                                        "prepare.py", "literalindex.py")]
+    return cached_for(rules, "foldshape", code, lambda: fold_tables(unit_contexts(rules, lead)))
 
 
 class PathFold:
@@ -111,26 +149,15 @@ class PathFold:
         self.memo: dict[Any, bool] = {}  # knownfold's tests that depend on this fold's units only
 
     def _load(self, matcher: Matcher) -> None:
-        from legacy_gpu_patch.classify.literalindex import _trie
         from legacy_gpu_patch.classify.pathfold import location_path
         from legacy_gpu_patch.classify.prepare import prepared
 
-        self.contexts = contexts = shipped_contexts(matcher.rules, prepared(matcher.rules).lead)
-        self._always = frozenset(u for u, c in enumerate(contexts) if c is None)
-        regex: dict[str, set[int]] = {}
-        literals: dict[str, set[int]] = {}
-        for u, both in enumerate(contexts):
-            for table, read in zip((regex, literals), both or ((), ())):
-                for string in read:
-                    table.setdefault(string, set()).add(u)
-        self._regex = {k: frozenset(v) for k, v in regex.items()}
-        self._literals = {k: frozenset(v) for k, v in literals.items()}
-        strings = sorted({*regex, *literals})
-        # each string a head holds, in one search (a trie, as prepare.LiteralIndex searches a line): the longest
-        # string found at each position stands for every string it starts with, and so for all it contains
-        self._finder = compile_re("(?=(" + _trie(strings) + "))").findall if strings else None
-        self._contained = {x: frozenset(o for o in strings if o in x) for x in strings}
-        self.digit_shapes = tuple({x.translate(TEXT_TO_ZERO) for x in strings if any(ch.isdigit() for ch in x)})
+        tables = shipped_tables(matcher.rules, prepared(matcher.rules).lead)
+        self.contexts = tables.contexts
+        self._always, self._regex, self._literals = tables.always, tables.regex, tables.literals
+        self._finder = compile_re(tables.finder).findall if tables.finder is not None else None
+        self._contained = tables.contained
+        self.digit_shapes = tables.digit_shapes
         # the unit of each rule a hit can name (a merged lead step's members: the step's)
         steps = matcher._lead_steps
         for j, (rule, group, _) in enumerate(steps):

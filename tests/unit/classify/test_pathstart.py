@@ -151,7 +151,7 @@ def test_the_fold_proofs_cache_name_covers_every_module_that_computes_them(monke
     lead = prepared(rules).lead
     seen: list[Path] = []
     monkeypatch.setattr(rulecache, "cached", lambda name, sources, make: seen.extend(sources))
-    foldshape.shipped_contexts(rules, lead)
+    foldshape.shipped_tables(rules, lead)
     proofs = {Path(m.__file__ or "").name for name, m in sys.modules.items()
               if name.startswith("legacy_gpu_patch.classify.path")}  # pathfold, pathcontext, pathstart
     assert {"pathstart.py", "pathcontext.py", "pathfold.py"} <= proofs
