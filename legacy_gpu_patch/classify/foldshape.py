@@ -106,6 +106,9 @@ def fold_tables(contexts: _Units) -> FoldTables:
     )
 
 
+_NO_TABLES = fold_tables(())  # a PathFold's until its first decide() loads the rules' (_load)
+
+
 def shipped_tables(rules: RuleSet, lead: tuple[Any, ...]) -> FoldTables:
     """fold_tables(unit_contexts()); for the shipped rule set, from the lgpatch cache (the proofs read every
     pattern: ~0.1 s)."""
@@ -122,21 +125,16 @@ def shipped_tables(rules: RuleSet, lead: tuple[Any, ...]) -> FoldTables:
 class PathFold:
     """The decisions of a Matcher's new located shapes, through their folded shapes (module docstring)."""
 
-    __slots__ = ("_always", "_by_present", "_contained", "_finder", "_gates", "_heads", "_interned", "_literals",
-                 "_location_path", "_orders", "_regex", "_splits", "_unit_of", "contexts", "digit_shapes", "folded",
-                 "held", "memo")
+    __slots__ = ("_by_present", "_finder", "_gates", "_heads", "_interned", "_location_path", "_orders", "_splits",
+                 "_unit_of", "folded", "held", "memo", "tables")
 
     def __init__(self, folded: ShapeCache) -> None:
         """`folded`: a ShapeCache of the matcher's, for folded lines (it must not fold: a folded line folds to
         itself). The proofs are read at the first decide(): a log whose shape cache meets no location needs none."""
         self.folded = folded
-        self.contexts: _Units = ()
+        self.tables = _NO_TABLES
         self._location_path: Any = None
-        self._always: frozenset[int] = frozenset()
-        self._finder: Any = None  # every unit's strings, searched once a head (_present)
-        self._contained: dict[str, frozenset[str]] = {}
-        self._regex: dict[str, frozenset[int]] = {}  # a pattern's context -> its units
-        self._literals: dict[str, frozenset[int]] = {}  # a prefilter literal that can start in a path -> its units
+        self._finder: Any = None  # the tables' finder, compiled: every unit's strings, searched once a head
         self._heads: dict[str, tuple[str, frozenset[int]]] = {}
         self._by_present: dict[tuple[frozenset[str], str], tuple[str, frozenset[int]]] = {}  # _head's, per strings
         self._interned: dict[frozenset[int], frozenset[int]] = {}  # one object per set: its hash is kept
@@ -145,19 +143,14 @@ class PathFold:
         self._splits: dict[tuple[frozenset[int], int], bool] = {}  # gate_splits()
         self._unit_of: dict[int, int] = {}
         self.held: frozenset[str] | None = None
-        self.digit_shapes: tuple[str, ...] = ()  # the shapes of the context strings that hold a digit
         self.memo: dict[Any, bool] = {}  # knownfold's tests that depend on this fold's units only
 
     def _load(self, matcher: Matcher) -> None:
         from legacy_gpu_patch.classify.pathfold import location_path
         from legacy_gpu_patch.classify.prepare import prepared
 
-        tables = shipped_tables(matcher.rules, prepared(matcher.rules).lead)
-        self.contexts = tables.contexts
-        self._always, self._regex, self._literals = tables.always, tables.regex, tables.literals
+        tables = self.tables = shipped_tables(matcher.rules, prepared(matcher.rules).lead)
         self._finder = compile_re(tables.finder).findall if tables.finder is not None else None
-        self._contained = tables.contained
-        self.digit_shapes = tables.digit_shapes
         # the unit of each rule a hit can name (a merged lead step's members: the step's)
         steps = matcher._lead_steps
         for j, (rule, group, _) in enumerate(steps):
@@ -172,7 +165,7 @@ class PathFold:
         """The strings of the units' contexts that `text` holds."""
         if self._finder is None:
             return set()
-        contained = self._contained
+        contained = self.tables.contained
         return {s for found in set(self._finder(text)) for s in contained[found]}
 
     def _head(self, head: str) -> tuple[str, frozenset[int]]:
@@ -197,14 +190,15 @@ class PathFold:
 
     def _token_and_units(self, present: frozenset[str], last: str) -> tuple[str, frozenset[int]]:
         """_head's answer for a head holding the strings `present`, ending in `last` (`:` or `(`)."""
-        words = sorted(s for s in present if s in self._literals and _PATH_ONLY.fullmatch(s))
+        tables = self.tables
+        words = sorted(s for s in present if s in tables.literals and _PATH_ONLY.fullmatch(s))
         token = "".join(w + "/" for w in words) + FOLD_TOKEN
         mine = self._present(token + last)
-        units = set(self._always)
+        units = set(tables.always)
         for s in present | mine:
-            units |= self._regex.get(s, frozenset())
+            units |= tables.regex.get(s, frozenset())
         for s in present ^ mine:
-            units |= self._literals.get(s, frozenset())
+            units |= tables.literals.get(s, frozenset())
         return token, self._interned.setdefault(frozenset(units), frozenset(units))
 
     def _order(self, matcher: Matcher, held: frozenset[str], rules: list[int], aware: frozenset[int]

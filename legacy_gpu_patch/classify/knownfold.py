@@ -242,5 +242,5 @@ def _path_alike(fold: Any, path: str) -> bool:
     alike = memo.get(path)
     if alike is None:
         shape = path.translate(TEXT_TO_ZERO)
-        alike = memo[path] = not any(s in shape for s in fold.digit_shapes)
+        alike = memo[path] = not any(s in shape for s in fold.tables.digit_shapes)
     return alike

@@ -126,14 +126,14 @@ def test_the_fold_token_holds_the_heads_literals_and_the_units_it_cannot_stand_f
     fold._load(m)
     token, aware = fold._head("/src/pytorch/aten/sortimpl.cu:")
     assert token == "imp/torch/p.c"
-    torch_rule = next(u for u, c in enumerate(fold.contexts) if c == ((), ("torch",)))
+    torch_rule = next(u for u, c in enumerate(fold.tables.contexts) if c == ((), ("torch",)))
     assert torch_rule not in aware  # selected on both lines alike
-    assert fold._always <= aware
+    assert fold.tables.always <= aware
     _, aware = fold._head("/src/error/a.cpp:")
-    cuda_api = [u for u, c in enumerate(fold.contexts) if c is not None and "error" in c[0]]
+    cuda_api = [u for u, c in enumerate(fold.tables.contexts) if c is not None and "error" in c[0]]
     assert cuda_api and set(cuda_api) <= aware  # a context of their patterns in the path: tried on the line
     token, aware = fold._head("a.c(")
-    assert token == "p.c" and aware == fold._always
+    assert token == "p.c" and aware == fold.tables.always
 
 
 def test_spans_move_past_the_token_and_one_inside_it_is_not_known() -> None:
@@ -184,7 +184,7 @@ def test_a_line_that_holds_none_of_the_trial_gate_s_strings_would_try_no_aware_u
     fold.decide(m, "a.c:1:2: x")  # reads the proofs
     rnd = random.Random(5)
     skipped = tried = 0
-    units = len(fold.contexts)
+    units = len(fold.tables.contexts)
     for text in _located_lines(3, 3_000):
         if not text.isascii():
             continue

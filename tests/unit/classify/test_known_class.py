@@ -162,7 +162,7 @@ def test_a_gate_that_splits_finds_a_string_where_the_head_or_the_rest_s_shape_ho
     m = Matcher()
     fold = PathFold(m._shape_cache())
     fold.decide(m, "a.c:1:2: x")  # reads the proofs
-    units = len(fold.contexts)
+    units = len(fold.tables.contexts)
     lines = [t for t in _located_lines(9, 3_000) if t.isascii()]
     lines += [t.decode() for t in _class_log(6, 3_000).splitlines() if location_path(t.decode())]
     checked = split = 0
@@ -198,14 +198,14 @@ def test_a_heads_token_and_units_kept_per_strings_present_are_those_worked_out_f
     random.Random(3).shuffle(heads)
     for head in heads:
         present = fold._present(head)
-        words = sorted(s for s in present if s in fold._literals and _PATH_ONLY.fullmatch(s))
+        words = sorted(s for s in present if s in fold.tables.literals and _PATH_ONLY.fullmatch(s))
         token = "".join(w + "/" for w in words) + FOLD_TOKEN
         mine = fold._present(token + head[-1])
-        units = set(fold._always)
+        units = set(fold.tables.always)
         for s in present | mine:
-            units |= fold._regex.get(s, frozenset())
+            units |= fold.tables.regex.get(s, frozenset())
         for s in present ^ mine:
-            units |= fold._literals.get(s, frozenset())
+            units |= fold.tables.literals.get(s, frozenset())
         assert fold._head(head) == (token, frozenset(units)), head
     assert len(heads) > 500 and len(fold._by_present) < len(heads) / 5
 
@@ -227,7 +227,7 @@ def test_a_paths_digit_contexts_answer_is_worked_out_alike_with_or_without_a_dig
     heads |= {f"src/{s.replace('0', '')}/a.c:" for s in shapes}  # the context's letters without its digit
     told = set()
     for head in sorted(heads):
-        fold = SimpleNamespace(memo={}, digit_shapes=shapes)
+        fold = SimpleNamespace(memo={}, tables=SimpleNamespace(digit_shapes=shapes))
         expected = not any(s in head.translate(TEXT_TO_ZERO) for s in shapes)
         assert _path_alike(fold, head) == expected, head
         told.add((expected, any(ch.isdigit() for ch in head)))
