@@ -221,7 +221,7 @@ class Collector(Matcher):
             if key:
                 break
         if not key:
-            where = location(text, lambda: _decoded(before()))
+            where = _located(text, before)
             key = text[where[2] :].strip().lower()[:200]
         if rule.severity == "error":
             self.errors += 1
@@ -231,7 +231,7 @@ class Collector(Matcher):
         if found is not None:
             found.count += 1
             if len(found.occurrences) < self.max_occurrences:
-                file, line, _ = where or location(text, lambda: _decoded(before()))
+                file, line, _ = where or _located(text, before)
                 found.occurrences.append(Occurrence(lineno, file, line, self.phase))
             if self.on_finding:
                 self.on_finding(found, False)
@@ -269,6 +269,11 @@ _NO_LINES: Before = _no_lines
 
 def _decoded(before: list[bytes]) -> list[str]:
     return [context_text(b) for b in before]
+
+
+def _located(text: str, before: Before) -> tuple[str | None, int | None, int]:
+    """normalize.location of a message, the lines before it decoded only where location reads them."""
+    return location(text, lambda: _decoded(before()))
 
 
 def _new_finding(rule: Rule, text: str, key: str, occ: Occurrence, before: list[str]) -> Finding:
